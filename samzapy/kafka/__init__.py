@@ -1,0 +1,1 @@
+"""The Kafka system on kafka-python: consumers, producer, admin, partitioner, dev broker."""
