@@ -1,0 +1,1 @@
+"""The stateful patterns as tasks, and the Spark replay job."""

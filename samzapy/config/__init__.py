@@ -1,0 +1,1 @@
+"""Configuration: the .properties reader, the key catalogue and the typed job view."""

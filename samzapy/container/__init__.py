@@ -1,0 +1,1 @@
+"""The container: tasks, the run loop, commits."""

@@ -1,0 +1,1 @@
+"""Reusable stateful building blocks: watermarks, timers, windows, joins, dedup."""

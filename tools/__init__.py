@@ -1,0 +1,1 @@
+"""The two state tools: state-storage-tool and read-rocksdb-tool."""
