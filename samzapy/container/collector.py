@@ -1,0 +1,95 @@
+"""Sending a task's outputs: serialise, choose the partition, stamp the output id, produce."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from samzapy.errors import SerdeError
+from samzapy.kafka.partitioner import partition_for_key
+from samzapy.streams import SystemStream
+from samzapy.task import OutgoingMessageEnvelope
+
+#: The header that carries an output's deterministic id (task, input offset, sequence).
+ID_HEADER = "samzapy.id"
+
+
+class OutputStreams:
+    """Per output stream, its serdes and partition count, resolved once and shared by tasks.
+
+    ``ensure`` is given a function that makes sure a topic exists and returns its partition
+    count, so that outputs are created on first use with the configured partition count.
+    """
+
+    def __init__(self, serdes: Any, ensure_topic: Any) -> None:
+        self._serdes = serdes
+        self._ensure_topic = ensure_topic
+        self._resolved: dict[SystemStream, tuple[Any, Any, int]] = {}
+
+    def resolve(self, stream: SystemStream) -> tuple[Any, Any, int]:
+        """(key serde, msg serde, partition count) of ``stream``."""
+        found = self._resolved.get(stream)
+        if found is None:
+            key_serde, msg_serde = self._serdes.for_stream(stream)
+            partitions = self._ensure_topic(stream)
+            found = self._resolved[stream] = (key_serde, msg_serde, partitions)
+        return found
+
+
+class TaskCollector:
+    """The :class:`samzapy.task.MessageCollector` a task's ``process`` and ``window`` get.
+
+    Every output gets the header ``samzapy.id``: the envelope's own ``id`` if it set one,
+    else ``<task>:<input offset>:<n>`` for the n-th output of that input (``w`` instead of an
+    offset for outputs of ``window()``), so that an output re-sent after a crash carries the
+    same id as the first copy.
+    """
+
+    def __init__(self, task_name: str, producer: Any, outputs: OutputStreams) -> None:
+        self._task_name = task_name
+        self._producer = producer
+        self._outputs = outputs
+        self._origin = "init"
+        self._sequence = 0
+        self.sent = 0
+
+    def begin(self, origin: int | str) -> None:
+        """Start numbering the outputs caused by one input offset (or ``"w"`` for window)."""
+        self._origin = origin
+        self._sequence = 0
+
+    def send(self, envelope: OutgoingMessageEnvelope) -> None:
+        """Serialise and queue ``envelope`` (see class docstring for its id)."""
+        stream = envelope.system_stream
+        assert isinstance(stream, SystemStream)
+        key_serde, msg_serde, partitions = self._outputs.resolve(stream)
+        key = _encode(key_serde, envelope.key, stream, "key")
+        value = None if envelope.message is None else _encode(msg_serde, envelope.message, stream, "message")
+        partition = envelope.partition
+        if partition is None:
+            if envelope.partition_key is not None:
+                partition = partition_for_key(_encode(key_serde, envelope.partition_key, stream, "key"), partitions)
+            elif key is not None:
+                partition = partition_for_key(key, partitions)
+            else:
+                partition = self.sent % partitions
+        output_id = envelope.id
+        if output_id is None:
+            output_id = f"{self._task_name}:{self._origin}:{self._sequence}"
+            self._sequence += 1
+        headers = [*envelope.headers, (ID_HEADER, output_id.encode())]
+        self._producer.send(stream.stream, key, value, partition=partition, headers=headers)
+        self.sent += 1
+
+
+def _encode(serde: Any, value: Any, stream: SystemStream, what: str) -> bytes | None:
+    if value is None:
+        return None
+    if serde is None:
+        if isinstance(value, bytes | bytearray | memoryview):
+            return bytes(value)
+        msg = (
+            f"cannot send a {type(value).__name__} as the {what} of '{stream}': the stream has no "
+            f"serde; set systems.{stream.system}.streams.{stream.stream}.samza.{'key' if what == 'key' else 'msg'}.serde"
+        )
+        raise SerdeError(msg)
+    return serde.to_bytes(value)

@@ -1,0 +1,119 @@
+"""The container's input side: one consumer with manual ``assign()``, starting offsets,
+bootstrap streams, priorities and "reached the end it had at start" detection."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.fetcher import ConsumerRecord
+
+from samzapy.streams import SystemStreamPartition
+
+log = logging.getLogger(__name__)
+
+#: Consecutive polls without records, at or past the reported end offset, after which a
+#: partition counts as read to its end. The dev broker undercounts end offsets (DESIGN §10),
+#: so the reported end alone is only a lower bound.
+EMPTY_POLLS_AT_END = 2
+
+
+@dataclass
+class InputPartition:
+    """One assigned input partition and what the container knows of its progress."""
+
+    ssp: SystemStreamPartition
+    tp: TopicPartition
+    task: Any
+    priority: int
+    bootstrap: bool
+    start_offset: int
+    start_end: int
+    empty_polls: int = 0
+    caught_up: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Inputs:
+    """Feeds each task its messages, in offset order per partition.
+
+    A *bootstrap* stream of a task is read up to the end it had when the task started
+    before any other input of that task is delivered (the others stay paused). Among
+    records of one poll, streams of higher ``samza.priority`` are delivered first.
+    """
+
+    def __init__(self, consumer: KafkaConsumer, partitions: list[InputPartition]) -> None:
+        self.consumer = consumer
+        self.partitions = {p.tp: p for p in partitions}
+        self._order = {p.tp: (-int(p.bootstrap), -p.priority, p.tp.topic, p.tp.partition) for p in partitions}
+        consumer.assign(list(self.partitions))
+        for part in partitions:
+            consumer.seek(part.tp, part.start_offset)
+        self._paused: set[TopicPartition] = set()
+        self._update_pauses()
+
+    def bootstrapping(self, task: Any) -> bool:
+        """Whether ``task`` still waits for one of its bootstrap streams."""
+        return any(p.bootstrap and not p.caught_up for p in self.partitions.values() if p.task is task)
+
+    def _update_pauses(self) -> None:
+        waiting = {id(p.task) for p in self.partitions.values() if p.bootstrap and not p.caught_up}
+        should_pause = {
+            tp for tp, p in self.partitions.items() if not p.bootstrap and id(p.task) in waiting
+        }
+        if should_pause != self._paused:
+            resumed = self._paused - should_pause
+            if resumed:
+                self.consumer.resume(*resumed)
+                for tp in resumed:
+                    log.info("%s: bootstrap streams caught up; delivering %s", self.partitions[tp].task.task_name,
+                             self.partitions[tp].ssp)
+            paused = should_pause - self._paused
+            if paused:
+                self.consumer.pause(*paused)
+            self._paused = should_pause
+
+    def poll(self, timeout_ms: int, max_records: int) -> list[tuple[InputPartition, list[ConsumerRecord]]]:
+        """One poll: the records per partition in delivery order (bootstrap, then priority)."""
+        polled = self.consumer.poll(timeout_ms=timeout_ms, max_records=max_records)
+        for tp, part in self.partitions.items():
+            if tp in polled:
+                part.empty_polls = 0
+            elif tp not in self._paused:
+                part.empty_polls += 1
+        batches = [(self.partitions[tp], records) for tp, records in polled.items()]
+        batches.sort(key=lambda item: self._order[item[0].tp])
+        return batches
+
+    def note_progress(self, position: dict[SystemStreamPartition, int]) -> None:
+        """Update "caught up" flags after processing; resume inputs whose bootstraps are done."""
+        changed = False
+        for part in self.partitions.values():
+            if part.caught_up:
+                continue
+            at = position.get(part.ssp, part.start_offset)
+            if at >= part.start_end and part.empty_polls >= EMPTY_POLLS_AT_END:
+                part.caught_up = True
+                changed = changed or part.bootstrap
+                if part.bootstrap:
+                    log.info("%s: bootstrap stream %s read to offset %d", part.task.task_name, part.ssp, at)
+        if changed:
+            self._update_pauses()
+
+    def all_caught_up(self) -> bool:
+        """Whether every partition has been processed up to the end it had at start."""
+        return all(p.caught_up for p in self.partitions.values())
+
+    def lag(self, position: dict[SystemStreamPartition, int]) -> dict[str, int]:
+        """Per input stream, the summed lag (high watermark minus position) of its partitions."""
+        lags: dict[str, int] = {}
+        for tp, part in self.partitions.items():
+            high = self.consumer.highwater(tp)
+            if high is None:
+                high = part.start_end
+            behind = max(0, high - position.get(part.ssp, part.start_offset))
+            name = f"{part.ssp.system}.{part.ssp.stream}"
+            lags[name] = lags.get(name, 0) + behind
+        return lags

@@ -1,0 +1,386 @@
+"""The container: builds the tasks of this container, restores their stores, runs the loop
+of poll -> process -> window -> commit, and shuts down cleanly.
+
+Commit protocol (DESIGN §6), in this order, for all tasks of the container at once:
+
+1. flush every store's object cache down to the engine and the changelog producer;
+2. flush the producer: every changelog and output record is acknowledged by the broker;
+3. take a local checkpoint of every RocksDB store, named by its changelog offset;
+4. write each task's checkpoint (input next-offsets + store changelog offsets) to the
+   checkpoint topic and wait for its acknowledgement.
+
+A crash anywhere leaves the last checkpoint consistent: on restart, stores are rolled back to
+exactly the checkpointed changelog offsets and input resumes at the checkpointed offsets.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from kafka import TopicPartition
+
+from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
+from samzapy.config import Config, JobConfig, resolve_task_class
+from samzapy.container.collector import OutputStreams, TaskCollector
+from samzapy.container.inputs import InputPartition, Inputs
+from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
+from samzapy.context import StoreContext
+from samzapy.crashpoints import crash_point
+from samzapy.errors import KafkaSystemError, SamzapyError
+from samzapy.kafka.admin import TopicAdmin
+from samzapy.kafka.broker import resolve_bootstrap_servers
+from samzapy.kafka.producer import Producer
+from samzapy.kafka.reading import reader_consumer
+from samzapy.metrics import MetricsRegistry
+from samzapy.serdes import SerdeResolver
+from samzapy.stores.changelog import KafkaChangelog
+from samzapy.stores.factory import build_store
+from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY_S = 5.0
+POLL_TIMEOUT_MS = 100
+MAX_POLL_RECORDS = 5000
+
+
+class Container:
+    """Runs the tasks of one container of a job until it is stopped or, with
+    ``exit_at_end``, until every input has been processed up to the end it had at start."""
+
+    def __init__(
+        self,
+        config: Config,
+        job: JobConfig,
+        *,
+        container_id: int = 0,
+        exit_at_end: bool = False,
+        metrics_path: Path | None = None,
+    ) -> None:
+        if not 0 <= container_id < job.container_count:
+            msg = f"--container-id {container_id} is out of range: job.container.count is {job.container_count}"
+            raise SamzapyError(msg)
+        self.config = config
+        self.job = job
+        self.container_id = container_id
+        self.exit_at_end = exit_at_end
+        self.metrics_path = metrics_path
+        self.registry = MetricsRegistry()
+        self.metrics = self.registry.group("container")
+        self.tasks: list[TaskInstance] = []
+        self._stop_requested = False
+        self._signals = 0
+        self._commits = self.metrics.counter("commit-calls")
+        self._commit_ns = self.metrics.counter("commit-ns")
+        self._producer: Producer | None = None
+        self._inputs: Inputs | None = None
+        self._admin: TopicAdmin | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+    def run(self) -> int:
+        """Run to the end; returns the process exit code (0 ok, 1 failure)."""
+        self._install_signal_handlers()
+        try:
+            self._start()
+        except SamzapyError:
+            self._close(commit=False)
+            raise
+        code = 0
+        try:
+            self._loop()
+            self._commit()
+        except MessageFailure as failure:
+            code = 1
+            if failure.safe_to_commit:
+                self._commit()
+                log.error("%s\nstopped after committing every message before it", failure)
+            else:
+                log.error(
+                    "%s\nthe failed call had already changed state or sent output, so nothing "
+                    "since the last commit is committed; the next run resumes from that commit",
+                    failure,
+                )
+            self._close(commit=False)
+            self._log_summary()
+            return code
+        except Exception:
+            log.exception("the container failed; nothing since the last commit is committed")
+            self._close(commit=False)
+            raise
+        self._close(commit=False)
+        self._log_summary()
+        return code
+
+    def _install_signal_handlers(self) -> None:
+        def handle(signum: int, _frame: Any) -> None:
+            self._signals += 1
+            if self._signals > 1:
+                log.error("second %s: exiting at once, without a final commit", signal.Signals(signum).name)
+                os._exit(1)
+            log.warning("%s received: finishing the current message, committing, stopping",
+                        signal.Signals(signum).name)
+            self._stop_requested = True
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, handle)
+
+    # ----------------------------------------------------------------- start-up
+    def _start(self) -> None:
+        job = self.job
+        consumer_servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
+        producer_servers = resolve_bootstrap_servers(job.producer_bootstrap_servers)
+        self._admin = TopicAdmin(producer_servers)
+        task_count, input_counts = self._input_partition_counts()
+        mine = [p for p in range(task_count) if p % job.container_count == self.container_id]
+        self._producer = Producer(producer_servers, job.producer_overrides)
+        self._admin.ensure_topic(job.checkpoint_topic, 1, compact=True, replication_factor=job.replication_factor)
+        checkpoints = read_checkpoints(consumer_servers, job.checkpoint_topic)
+        self._checkpoint_writer = CheckpointWriter(self._producer, job.checkpoint_topic)
+        for store in job.stores.values():
+            if store.changelog is not None:
+                self._admin.ensure_topic(
+                    store.changelog.stream,
+                    task_count,
+                    compact=True,
+                    replication_factor=job.replication_factor,
+                    expect_partitions=task_count,
+                )
+            else:
+                log.warning("store '%s' has no changelog: it is not logged and cannot be restored", store.name)
+        serdes = SerdeResolver(job)
+        outputs = OutputStreams(serdes, lambda stream: self._ensure_output(stream, task_count))
+        policy = ErrorPolicy(job, self._producer)
+        task_class = resolve_task_class(job.task_class, self.config.location("task.class"))
+        self._log_start(mine, input_counts, checkpoints)
+        for partition in mine:
+            self.tasks.append(
+                self._build_task(partition, task_class, checkpoints, serdes, outputs, policy, consumer_servers,
+                                 input_counts)
+            )
+        self._producer.flush()  # trim writes of restores are acknowledged before processing starts
+        self._inputs = self._build_inputs(consumer_servers, input_counts, checkpoints)
+        for task in self.tasks:
+            task.offsets.update({p.ssp: p.start_offset for p in self._inputs.partitions.values() if p.task is task})
+
+    def _input_partition_counts(self) -> tuple[int, dict[SystemStream, int]]:
+        counts: dict[SystemStream, int] = {}
+        for stream in self.job.inputs:
+            count = self._admin.partition_count(stream.stream)
+            if count is None:
+                msg = (
+                    f"input stream '{stream}' does not exist on the broker; create the topic "
+                    f"(or produce to it, e.g. with 'samzapy generate') before starting the job"
+                )
+                raise KafkaSystemError(msg)
+            counts[stream] = count
+        return max(counts.values()), counts
+
+    def _ensure_output(self, stream: SystemStream, task_count: int) -> int:
+        existing = self._admin.partition_count(stream.stream)
+        if existing is not None:
+            return existing
+        configured = self.job.stream(stream).partitions or self.job.default_partitions or task_count
+        return self._admin.ensure_topic(stream.stream, configured, replication_factor=self.job.replication_factor)
+
+    def _build_task(
+        self,
+        partition: int,
+        task_class: type,
+        checkpoints: dict[str, TaskCheckpoint],
+        serdes: SerdeResolver,
+        outputs: OutputStreams,
+        policy: ErrorPolicy,
+        consumer_servers: str,
+        input_counts: dict[SystemStream, int],
+    ) -> TaskInstance:
+        name = task_name_for(partition)
+        checkpoint = checkpoints.get(name)
+        stores: dict[str, Any] = {}
+        for store_config in self.job.stores.values():
+            changelog = None
+            if store_config.changelog is not None:
+                changelog = KafkaChangelog(store_config.changelog.stream, partition, self._producer, consumer_servers)
+            key_serde, msg_serde = serdes.for_store(store_config)
+            store = build_store(
+                store_config,
+                partition=partition,
+                base_dir=self.job.logged_store_base_dir,
+                key_serde=key_serde,
+                msg_serde=msg_serde,
+                changelog=changelog,
+                metrics=self.registry.group(f"store.{store_config.name}.{name}"),
+            )
+            offset = checkpoint.changelog_offsets.get(store_config.name) if checkpoint else None
+            store.restore(offset)
+            stores[store_config.name] = store
+        task_metrics = self.registry.group(f"task.{name}")
+        instance = TaskInstance(
+            name,
+            partition,
+            task_class(),
+            stores,
+            TaskCollector(name, self._producer, outputs),
+            {
+                SystemStreamPartition(s.system, s.stream, partition): serdes.for_stream(s)
+                for s, count in input_counts.items()
+                if partition < count
+            },
+            policy,
+            task_metrics,
+        )
+        instance.init(StoreContext(name, partition, self.config, stores, task_metrics))
+        return instance
+
+    def _build_inputs(
+        self,
+        servers: str,
+        input_counts: dict[SystemStream, int],
+        checkpoints: dict[str, TaskCheckpoint],
+    ) -> Inputs:
+        consumer = reader_consumer(servers, **self.job.consumer_overrides)
+        parts: list[InputPartition] = []
+        tps = [
+            (task, SystemStreamPartition(s.system, s.stream, task.partition), TopicPartition(s.stream, task.partition))
+            for task in self.tasks
+            for s, count in input_counts.items()
+            if task.partition < count
+        ]
+        ends = consumer.end_offsets([tp for _, _, tp in tps]) if tps else {}
+        begins = consumer.beginning_offsets([tp for _, _, tp in tps]) if tps else {}
+        for task, ssp, tp in tps:
+            stream_config = self.job.stream(ssp.system_stream)
+            checkpoint = checkpoints.get(task.task_name)
+            if checkpoint is not None and ssp in checkpoint.input_offsets:
+                start = checkpoint.input_offsets[ssp]
+            elif stream_config.offset_default == "oldest":
+                start = begins[tp]
+            else:
+                start = ends[tp]
+            parts.append(
+                InputPartition(ssp, tp, task, stream_config.priority, stream_config.bootstrap, start, ends[tp])
+            )
+            log.info("%s: %s starts at offset %d (end at start: %d)", task.task_name, ssp, start, ends[tp])
+        return Inputs(consumer, parts)
+
+    # ----------------------------------------------------------------- the loop
+    def _loop(self) -> None:
+        inputs = self._inputs
+        assert inputs is not None
+        window_s = self.job.window_ms / 1000 if self.job.window_ms else None
+        commit_s = self.job.commit_ms / 1000
+        last_commit = last_progress = time.monotonic()
+        processed_at_progress = 0
+        while not self._stop_requested:
+            for part, records in inputs.poll(POLL_TIMEOUT_MS, MAX_POLL_RECORDS):
+                part.task.process_records(part.ssp, records)
+                if self._stop_requested:
+                    break
+            now = time.monotonic()
+            if window_s is not None:
+                for task in self.tasks:
+                    if now - task.last_window >= window_s:
+                        task.window()
+            if now - last_commit >= commit_s or any(t.coordinator.commit_requested for t in self.tasks):
+                self._commit()
+                last_commit = time.monotonic()
+            if any(t.coordinator.shutdown_requested for t in self.tasks):
+                log.info("a task asked to shut down")
+                break
+            positions = self._positions()
+            inputs.note_progress(positions)
+            if self.exit_at_end and inputs.all_caught_up():
+                log.info("every input reached the end offset it had at start: stopping (--exit-at-end)")
+                break
+            if now - last_progress >= PROGRESS_EVERY_S:
+                total = self._processed()
+                rate = (total - processed_at_progress) / (now - last_progress)
+                log.info("processed %d messages (%.0f msg/s); lag %s", total, rate, inputs.lag(positions))
+                processed_at_progress, last_progress = total, now
+                self._write_metrics()
+
+    def _positions(self) -> dict[SystemStreamPartition, int]:
+        positions: dict[SystemStreamPartition, int] = {}
+        for task in self.tasks:
+            positions.update(task.offsets)
+        return positions
+
+    def _processed(self) -> int:
+        return sum(t.metrics.counter("messages-actually-processed").value for t in self.tasks)
+
+    # ----------------------------------------------------------------- commit
+    def _commit(self) -> None:
+        """The commit protocol of the module docstring."""
+        started = time.perf_counter_ns()
+        for task in self.tasks:
+            task.flush_stores()
+        self._producer.flush()
+        crash_point("after-producer-flush")
+        store_offsets = {task.task_name: task.checkpoint_stores() for task in self.tasks}
+        crash_point("after-local-checkpoint")
+        for task in self.tasks:
+            task.coordinator.commit_requested = False
+            self._checkpoint_writer.write(
+                TaskCheckpoint(task.task_name, dict(task.offsets), store_offsets[task.task_name])
+            )
+        self._producer.flush()
+        self._commits.inc()
+        self._commit_ns.inc(time.perf_counter_ns() - started)
+        self._write_metrics()
+
+    # ----------------------------------------------------------------- shutdown
+    def _close(self, commit: bool) -> None:
+        for task in self.tasks:
+            try:
+                task.close()
+            except Exception:
+                log.exception("closing %s failed", task.task_name)
+        if self._inputs is not None:
+            self._inputs.consumer.close()
+        if self._producer is not None:
+            try:
+                self._producer.close()
+            except Exception:
+                log.exception("closing the producer failed")
+        if self._admin is not None:
+            self._admin.close()
+        self._write_metrics()
+
+    def _write_metrics(self) -> None:
+        if self.metrics_path is None:
+            return
+        tmp = self.metrics_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.registry.snapshot(), indent=1, sort_keys=True, default=str))
+        tmp.replace(self.metrics_path)
+
+    # ----------------------------------------------------------------- logs
+    def _log_start(self, mine: list[int], counts: dict[SystemStream, int], checkpoints: dict[str, Any]) -> None:
+        job = self.job
+        log.info(
+            "job %s (id %s), container %d of %d: tasks %s; inputs %s; stores %s; %d task checkpoints found",
+            job.job_name,
+            job.job_id,
+            self.container_id,
+            job.container_count,
+            ", ".join(task_name_for(p) for p in mine) or "none",
+            ", ".join(f"{s} ({n} partitions)" for s, n in counts.items()),
+            ", ".join(f"{s.name} ({s.engine}{', changelog ' + str(s.changelog) if s.changelog else ''})"
+                      for s in job.stores.values()) or "none",
+            len(checkpoints),
+        )
+
+    def _log_summary(self) -> None:
+        skipped = sum(t.metrics.counter("skipped-messages").value for t in self.tasks)
+        dead = sum(t.metrics.counter("dead-lettered").value for t in self.tasks)
+        log.info(
+            "stopped: %d messages processed, %d commits, %d skipped, %d dead-lettered",
+            self._processed(),
+            self._commits.value,
+            skipped,
+            dead,
+        )

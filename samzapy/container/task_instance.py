@@ -1,0 +1,222 @@
+"""One task: the user's task object, its stores, its offsets, and its error policy."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from kafka.consumer.fetcher import ConsumerRecord
+
+from samzapy.container.collector import TaskCollector
+from samzapy.errors import TaskError
+from samzapy.metrics import MetricsGroup
+from samzapy.streams import SystemStreamPartition
+from samzapy.task import ClosableTask, IncomingMessageEnvelope, InitableTask, WindowableTask
+
+log = logging.getLogger(__name__)
+
+ERROR_HEADER = "samzapy.error"
+SOURCE_HEADER = "samzapy.source"
+
+
+class MessageFailure(TaskError):
+    """A message could not be processed and the job is configured to stop on it.
+
+    ``safe_to_commit`` tells whether the failed call left no trace (no store write, no
+    output), so that everything before the message may be committed.
+    """
+
+    def __init__(self, text: str, safe_to_commit: bool) -> None:
+        super().__init__(text)
+        self.safe_to_commit = safe_to_commit
+
+
+class Coordinator:
+    """The :class:`samzapy.task.TaskCoordinator` of one task: records requests."""
+
+    __slots__ = ("commit_requested", "shutdown_requested")
+
+    def __init__(self) -> None:
+        self.commit_requested = False
+        self.shutdown_requested = False
+
+    def commit(self) -> None:
+        """Ask for a commit after the current call."""
+        self.commit_requested = True
+
+    def shutdown(self) -> None:
+        """Ask the container to stop (with a final commit) after the current call."""
+        self.shutdown_requested = True
+
+
+class ErrorPolicy:
+    """What to do with a message that fails: skip it, dead-letter it, or stop (the default)."""
+
+    def __init__(self, job: Any, producer: Any) -> None:
+        self.drop_deserialization_errors: bool = job.drop_deserialization_errors
+        self.ignored = set(job.ignored_exceptions)
+        self.dead_letter = job.dead_letter_stream
+        self._producer = producer
+
+    def ignores(self, exc: BaseException) -> bool:
+        """Whether ``task.ignored.exceptions`` names this exception (or ``*``)."""
+        if "*" in self.ignored:
+            return True
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        names |= {f"{cls.__module__}.{cls.__qualname__}" for cls in type(exc).__mro__}
+        return bool(names & self.ignored)
+
+    def dead_letter_send(self, ssp: SystemStreamPartition, record: ConsumerRecord, cause: str) -> None:
+        """Send the raw record to the dead-letter stream with the error in its headers."""
+        headers = [
+            *(record.headers or []),
+            (ERROR_HEADER, cause.encode()),
+            (SOURCE_HEADER, f"{ssp.system}.{ssp.stream}/{ssp.partition}/{record.offset}".encode()),
+        ]
+        self._producer.send(self.dead_letter.stream, record.key, record.value, headers=headers)
+
+
+class TaskInstance:
+    """Runs one task: deserialises its messages, calls the task, tracks its offsets."""
+
+    def __init__(
+        self,
+        task_name: str,
+        partition: int,
+        task: Any,
+        stores: dict[str, Any],
+        collector: TaskCollector,
+        input_serdes: dict[SystemStreamPartition, tuple[Any, Any]],
+        policy: ErrorPolicy,
+        metrics: MetricsGroup,
+    ) -> None:
+        self.task_name = task_name
+        self.partition = partition
+        self.task = task
+        self.stores = stores
+        self.collector = collector
+        self.coordinator = Coordinator()
+        self.input_serdes = input_serdes
+        self.offsets: dict[SystemStreamPartition, int] = {}
+        self._policy = policy
+        self.metrics = metrics
+        self._processed = metrics.counter("messages-actually-processed")
+        self._process_ns = metrics.counter("process-ns")
+        self._skipped = metrics.counter("skipped-messages")
+        self._dead_lettered = metrics.counter("dead-lettered")
+        self._window_calls = metrics.counter("window-calls")
+        self.last_window = time.monotonic()
+
+    def init(self, context: Any) -> None:
+        """Call the task's ``init`` if it has one."""
+        if isinstance(self.task, InitableTask) or hasattr(self.task, "init"):
+            self.task.init(context)
+
+    def process_records(self, ssp: SystemStreamPartition, records: list[ConsumerRecord]) -> None:
+        """Process ``records`` of ``ssp`` in order, advancing the task's offset for each.
+
+        Raises:
+            MessageFailure: a record failed and the policy is to stop; the offset stays at
+                that record, so nothing after it is processed or committed.
+        """
+        key_serde, msg_serde = self.input_serdes[ssp]
+        process = self.task.process
+        collector = self.collector
+        coordinator = self.coordinator
+        started = time.perf_counter_ns()
+        for record in records:
+            try:
+                key = record.key if key_serde is None or record.key is None else key_serde.from_bytes(record.key)
+                message = (
+                    record.value
+                    if msg_serde is None or record.value is None
+                    else msg_serde.from_bytes(record.value)
+                )
+            except Exception as exc:
+                self._fail(ssp, record, exc, "could not deserialise", deserialising=True)
+                self.offsets[ssp] = record.offset + 1
+                continue
+            envelope = IncomingMessageEnvelope(
+                ssp,
+                record.offset,
+                key,
+                message,
+                record.timestamp,
+                (record.serialized_key_size or 0) + (record.serialized_value_size or 0),
+                record.headers or [],
+            )
+            collector.begin(record.offset)
+            writes_before = self._writes() + collector.sent
+            try:
+                process(envelope, collector, coordinator)
+            except Exception as exc:
+                traceless = self._writes() + collector.sent == writes_before
+                self._fail(ssp, record, exc, "process() raised", traceless=traceless)
+            self.offsets[ssp] = record.offset + 1
+            if coordinator.shutdown_requested:
+                break
+        self._processed.inc(len(records))
+        self._process_ns.inc(time.perf_counter_ns() - started)
+
+    def _writes(self) -> int:
+        return sum(
+            store.metrics.counter("puts").value + store.metrics.counter("deletes").value
+            for store in self.stores.values()
+        )
+
+    def _fail(
+        self,
+        ssp: SystemStreamPartition,
+        record: ConsumerRecord,
+        exc: BaseException,
+        what: str,
+        *,
+        deserialising: bool = False,
+        traceless: bool = True,
+    ) -> None:
+        where = f"stream '{ssp.system}.{ssp.stream}' partition {ssp.partition} offset {record.offset}"
+        cause = f"{type(exc).__name__}: {exc}"
+        policy = self._policy
+        if (deserialising and policy.drop_deserialization_errors) or policy.ignores(exc):
+            self._skipped.inc()
+            log.warning("skipped the message at %s: %s (%s)", where, what, cause)
+            return
+        if policy.dead_letter is not None:
+            policy.dead_letter_send(ssp, record, f"{what}: {cause}")
+            self._dead_lettered.inc()
+            log.warning("sent the message at %s to %s: %s (%s)", where, policy.dead_letter, what, cause)
+            return
+        text = f"task {self.task_name}: {what} for the message at {where}: {cause}"
+        raise MessageFailure(text, safe_to_commit=deserialising or traceless) from exc
+
+    def window(self) -> None:
+        """Call the task's ``window`` (if it is windowable)."""
+        if isinstance(self.task, WindowableTask):
+            self.collector.begin("w")
+            self.task.window(self.collector, self.coordinator)
+            self._window_calls.inc()
+        self.last_window = time.monotonic()
+
+    def flush_stores(self) -> None:
+        """Write every store's caches down to the engine and the changelog producer."""
+        for store in self.stores.values():
+            store.flush()
+
+    def checkpoint_stores(self) -> dict[str, int | None]:
+        """After the producer flush: take local store checkpoints; return changelog offsets."""
+        offsets: dict[str, int | None] = {}
+        for name, store in self.stores.items():
+            offset = store.changelog_offset()
+            store.checkpoint(offset)
+            offsets[name] = offset
+        return offsets
+
+    def close(self) -> None:
+        """Close the task (if closable) and its stores."""
+        try:
+            if isinstance(self.task, ClosableTask):
+                self.task.close()
+        finally:
+            for store in self.stores.values():
+                store.close()
