@@ -28,3 +28,9 @@ def topic_name(request: pytest.FixtureRequest) -> str:
     """A topic name unique to the test (the broker is shared by the whole session)."""
     base = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")
     return f"{base}-{os.getpid()}-{id(request.node) % 100000}"
+
+
+# Test-support helpers live in tests/support.py; make them importable without a package.
+import sys  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,5 @@
+"""``python -m samzapy`` is the ``samzapy`` command."""
+
+from samzapy.cli import main
+
+main()

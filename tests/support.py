@@ -1,0 +1,124 @@
+"""Helpers for integration tests: job configs, job subprocesses, producing and consuming."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from kafka import TopicPartition
+
+from samzapy.kafka.admin import TopicAdmin
+from samzapy.kafka.producer import Producer
+from samzapy.kafka.reading import read_partition, reader_consumer
+
+TESTS_DIR = Path(__file__).parent
+JOB_TIMEOUT_S = 180
+
+
+def write_config(path: Path, properties: dict[str, Any]) -> Path:
+    """Write ``properties`` as a .properties file at ``path``."""
+    path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+    return path
+
+
+def job_env(**extra: str) -> dict[str, str]:
+    """Environment for job subprocesses: test task modules importable, extras added."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS_DIR / "integration"), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def job_command(config: Path, *args: str) -> list[str]:
+    """The command line that runs ``samzapy run CONFIG ARGS``."""
+    return [sys.executable, "-m", "samzapy", "run", str(config), *args]
+
+
+def run_job(config: Path, *args: str, env: dict[str, str] | None = None,
+            timeout: float = JOB_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run a job to completion (normally with --exit-at-end) and return its result."""
+    return subprocess.run(job_command(config, *args), env=env or job_env(), capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def start_job(config: Path, *args: str, env: dict[str, str] | None = None, log: Path | None = None) -> subprocess.Popen:
+    """Start a job in the background; its output goes to ``log`` (or is discarded)."""
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(job_command(config, *args), env=env or job_env(), stdout=out, stderr=subprocess.STDOUT)
+
+
+def kill9(process: subprocess.Popen) -> None:
+    """SIGKILL a job process and reap it."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, compact: bool = False) -> None:
+    """Create ``topic`` (no error when it exists)."""
+    with TopicAdmin(bootstrap) as admin:
+        admin.ensure_topic(topic, partitions, compact=compact)
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes | None]],
+            partition: int | None = None) -> int:
+    """Produce raw (key, value) records, partitioned by key unless ``partition`` is given."""
+    producer = Producer(bootstrap)
+    count = 0
+    try:
+        for key, value in records:
+            producer.send(topic, key, value, partition=partition)
+            count += 1
+        producer.flush()
+    finally:
+        producer.close()
+    return count
+
+
+def consume_all(bootstrap: str, topic: str) -> list[Any]:
+    """Every record of every partition of ``topic``, to its true end, partition by partition."""
+    with TopicAdmin(bootstrap) as admin:
+        partitions = admin.partition_count(topic) or 0
+    consumer = reader_consumer(bootstrap)
+    try:
+        records = []
+        for p in range(partitions):
+            for batch in read_partition(consumer, TopicPartition(topic, p), 0):
+                records.extend(batch)
+        return records
+    finally:
+        consumer.close()
+
+
+def header(record: Any, name: str) -> bytes | None:
+    """The value of header ``name`` of a consumed record, or ``None``."""
+    for key, value in record.headers or []:
+        if key == name:
+            return value
+    return None
+
+
+def read_metrics(path: Path) -> dict[str, dict[str, Any]]:
+    """A metrics snapshot written by ``samzapy run --metrics-file``."""
+    return json.loads(path.read_text())
+
+
+def metric_sum(snapshot: dict[str, dict[str, Any]], prefix: str, name: str) -> int:
+    """Sum of metric ``name`` over the groups whose name starts with ``prefix``."""
+    return sum(int(g.get(name, 0)) for group, g in snapshot.items() if group.startswith(prefix))
+
+
+def wait_for(predicate: Any, timeout: float = 60, every: float = 0.2, what: str = "condition") -> None:
+    """Poll ``predicate`` until it is true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(every)
