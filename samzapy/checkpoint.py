@@ -67,8 +67,7 @@ class TaskCheckpoint:
                     SystemStreamPartition.parse(k): int(v) for k, v in body.get("inputs", {}).items()
                 },
                 changelog_offsets={
-                    str(k): (None if v is None else int(v))
-                    for k, v in body.get("changelogs", {}).items()
+                    str(k): (None if v is None else int(v)) for k, v in body.get("changelogs", {}).items()
                 },
                 generation=int(body.get("generation", 0)),
             )
@@ -113,6 +112,4 @@ class CheckpointWriter:
 
     def write(self, checkpoint: TaskCheckpoint) -> None:
         """Queue ``checkpoint`` as the newest record of its task."""
-        self._producer.send(
-            self.topic, checkpoint.task_name.encode(), checkpoint.to_bytes(), partition=0
-        )
+        self._producer.send(self.topic, checkpoint.task_name.encode(), checkpoint.to_bytes(), partition=0)

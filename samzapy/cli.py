@@ -15,7 +15,9 @@ LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 def setup_logging(verbose: bool = False) -> None:
     """Log to stderr: INFO by default (DEBUG with ``-v``); kafka-python's chatter only on WARNING."""
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, format=LOG_FORMAT, stream=sys.stderr
+    )
     logging.getLogger("kafka").setLevel(logging.WARNING if not verbose else logging.INFO)
 
 
@@ -30,14 +32,30 @@ def main(verbose: bool) -> None:
 @main.command()
 @click.argument("config_path", metavar="CONFIG")
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key.")
-@click.option("--container-id", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Which container of job.container.count this process is.")
-@click.option("--exit-at-end", is_flag=True,
-              help="Stop (with a final commit) once every input is processed up to the end it had at start.")
-@click.option("--metrics-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write a JSON metrics snapshot here at every commit and at exit.")
-def run(config_path: str, overrides: tuple[str, ...], container_id: int, exit_at_end: bool,
-        metrics_file: Path | None) -> None:
+@click.option(
+    "--container-id",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Which container of job.container.count this process is.",
+)
+@click.option(
+    "--exit-at-end",
+    is_flag=True,
+    help="Stop (with a final commit) once every input is processed up to the end it had at start.",
+)
+@click.option(
+    "--metrics-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a JSON metrics snapshot here at every commit and at exit.",
+)
+def run(
+    config_path: str,
+    overrides: tuple[str, ...],
+    container_id: int,
+    exit_at_end: bool,
+    metrics_file: Path | None,
+) -> None:
     """Run the job described by CONFIG (a .properties file)."""
     from samzapy.config import load_config, parse_job_config
     from samzapy.container.run_loop import Container
@@ -49,8 +67,9 @@ def run(config_path: str, overrides: tuple[str, ...], container_id: int, exit_at
         click.echo(f"Error: {error}", err=True)
         sys.exit(2)
     try:
-        code = Container(config, job, container_id=container_id, exit_at_end=exit_at_end,
-                         metrics_path=metrics_file).run()
+        code = Container(
+            config, job, container_id=container_id, exit_at_end=exit_at_end, metrics_path=metrics_file
+        ).run()
     except ConfigError as error:
         click.echo(f"Error: {error}", err=True)
         sys.exit(2)

@@ -41,17 +41,28 @@ def job_command(config: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "samzapy", "run", str(config), *args]
 
 
-def run_job(config: Path, *args: str, env: dict[str, str] | None = None,
-            timeout: float = JOB_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+def run_job(
+    config: Path, *args: str, env: dict[str, str] | None = None, timeout: float = JOB_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
     """Run a job to completion (normally with --exit-at-end) and return its result."""
-    return subprocess.run(job_command(config, *args), env=env or job_env(), capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        job_command(config, *args),
+        env=env or job_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
-def start_job(config: Path, *args: str, env: dict[str, str] | None = None, log: Path | None = None) -> subprocess.Popen:
+def start_job(
+    config: Path, *args: str, env: dict[str, str] | None = None, log: Path | None = None
+) -> subprocess.Popen:
     """Start a job in the background; its output goes to ``log`` (or is discarded)."""
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(job_command(config, *args), env=env or job_env(), stdout=out, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        job_command(config, *args), env=env or job_env(), stdout=out, stderr=subprocess.STDOUT
+    )
 
 
 def kill9(process: subprocess.Popen) -> None:
@@ -67,8 +78,12 @@ def create_topic(bootstrap: str, topic: str, partitions: int, compact: bool = Fa
         admin.ensure_topic(topic, partitions, compact=compact)
 
 
-def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes | None]],
-            partition: int | None = None) -> int:
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[tuple[bytes | None, bytes | None]],
+    partition: int | None = None,
+) -> int:
     """Produce raw (key, value) records, partitioned by key unless ``partition`` is given."""
     producer = Producer(bootstrap)
     count = 0

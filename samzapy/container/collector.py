@@ -67,7 +67,9 @@ class TaskCollector:
         partition = envelope.partition
         if partition is None:
             if envelope.partition_key is not None:
-                partition = partition_for_key(_encode(key_serde, envelope.partition_key, stream, "key"), partitions)
+                partition = partition_for_key(
+                    _encode(key_serde, envelope.partition_key, stream, "key"), partitions
+                )
             elif key is not None:
                 partition = partition_for_key(key, partitions)
             else:
@@ -87,9 +89,10 @@ def _encode(serde: Any, value: Any, stream: SystemStream, what: str) -> bytes | 
     if serde is None:
         if isinstance(value, bytes | bytearray | memoryview):
             return bytes(value)
+        kind = "key" if what == "key" else "msg"
         msg = (
             f"cannot send a {type(value).__name__} as the {what} of '{stream}': the stream has no "
-            f"serde; set systems.{stream.system}.streams.{stream.stream}.samza.{'key' if what == 'key' else 'msg'}.serde"
+            f"serde; set systems.{stream.system}.streams.{stream.stream}.samza.{kind}.serde"
         )
         raise SerdeError(msg)
     return serde.to_bytes(value)

@@ -60,16 +60,17 @@ class Inputs:
 
     def _update_pauses(self) -> None:
         waiting = {id(p.task) for p in self.partitions.values() if p.bootstrap and not p.caught_up}
-        should_pause = {
-            tp for tp, p in self.partitions.items() if not p.bootstrap and id(p.task) in waiting
-        }
+        should_pause = {tp for tp, p in self.partitions.items() if not p.bootstrap and id(p.task) in waiting}
         if should_pause != self._paused:
             resumed = self._paused - should_pause
             if resumed:
                 self.consumer.resume(*resumed)
                 for tp in resumed:
-                    log.info("%s: bootstrap streams caught up; delivering %s", self.partitions[tp].task.task_name,
-                             self.partitions[tp].ssp)
+                    log.info(
+                        "%s: bootstrap streams caught up; delivering %s",
+                        self.partitions[tp].task.task_name,
+                        self.partitions[tp].ssp,
+                    )
             paused = should_pause - self._paused
             if paused:
                 self.consumer.pause(*paused)

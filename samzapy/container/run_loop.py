@@ -64,7 +64,9 @@ class Container:
         metrics_path: Path | None = None,
     ) -> None:
         if not 0 <= container_id < job.container_count:
-            msg = f"--container-id {container_id} is out of range: job.container.count is {job.container_count}"
+            msg = (
+                f"--container-id {container_id} is out of range: job.container.count is {job.container_count}"
+            )
             raise SamzapyError(msg)
         self.config = config
         self.job = job
@@ -123,8 +125,10 @@ class Container:
             if self._signals > 1:
                 log.error("second %s: exiting at once, without a final commit", signal.Signals(signum).name)
                 os._exit(1)
-            log.warning("%s received: finishing the current message, committing, stopping",
-                        signal.Signals(signum).name)
+            log.warning(
+                "%s received: finishing the current message, committing, stopping",
+                signal.Signals(signum).name,
+            )
             self._stop_requested = True
 
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -139,7 +143,9 @@ class Container:
         task_count, input_counts = self._input_partition_counts()
         mine = [p for p in range(task_count) if p % job.container_count == self.container_id]
         self._producer = Producer(producer_servers, job.producer_overrides)
-        self._admin.ensure_topic(job.checkpoint_topic, 1, compact=True, replication_factor=job.replication_factor)
+        self._admin.ensure_topic(
+            job.checkpoint_topic, 1, compact=True, replication_factor=job.replication_factor
+        )
         checkpoints = read_checkpoints(consumer_servers, job.checkpoint_topic)
         self._checkpoint_writer = CheckpointWriter(self._producer, job.checkpoint_topic)
         for store in job.stores.values():
@@ -152,7 +158,9 @@ class Container:
                     expect_partitions=task_count,
                 )
             else:
-                log.warning("store '%s' has no changelog: it is not logged and cannot be restored", store.name)
+                log.warning(
+                    "store '%s' has no changelog: it is not logged and cannot be restored", store.name
+                )
         serdes = SerdeResolver(job)
         outputs = OutputStreams(serdes, lambda stream: self._ensure_output(stream, task_count))
         policy = ErrorPolicy(job, self._producer)
@@ -160,13 +168,23 @@ class Container:
         self._log_start(mine, input_counts, checkpoints)
         for partition in mine:
             self.tasks.append(
-                self._build_task(partition, task_class, checkpoints, serdes, outputs, policy, consumer_servers,
-                                 input_counts)
+                self._build_task(
+                    partition,
+                    task_class,
+                    checkpoints,
+                    serdes,
+                    outputs,
+                    policy,
+                    consumer_servers,
+                    input_counts,
+                )
             )
         self._producer.flush()  # trim writes of restores are acknowledged before processing starts
         self._inputs = self._build_inputs(consumer_servers, input_counts, checkpoints)
         for task in self.tasks:
-            task.offsets.update({p.ssp: p.start_offset for p in self._inputs.partitions.values() if p.task is task})
+            task.offsets.update(
+                {p.ssp: p.start_offset for p in self._inputs.partitions.values() if p.task is task}
+            )
 
     def _input_partition_counts(self) -> tuple[int, dict[SystemStream, int]]:
         counts: dict[SystemStream, int] = {}
@@ -186,7 +204,9 @@ class Container:
         if existing is not None:
             return existing
         configured = self.job.stream(stream).partitions or self.job.default_partitions or task_count
-        return self._admin.ensure_topic(stream.stream, configured, replication_factor=self.job.replication_factor)
+        return self._admin.ensure_topic(
+            stream.stream, configured, replication_factor=self.job.replication_factor
+        )
 
     def _build_task(
         self,
@@ -205,7 +225,9 @@ class Container:
         for store_config in self.job.stores.values():
             changelog = None
             if store_config.changelog is not None:
-                changelog = KafkaChangelog(store_config.changelog.stream, partition, self._producer, consumer_servers)
+                changelog = KafkaChangelog(
+                    store_config.changelog.stream, partition, self._producer, consumer_servers
+                )
             key_serde, msg_serde = serdes.for_store(store_config)
             store = build_store(
                 store_config,
@@ -246,7 +268,11 @@ class Container:
         consumer = reader_consumer(servers, **self.job.consumer_overrides)
         parts: list[InputPartition] = []
         tps = [
-            (task, SystemStreamPartition(s.system, s.stream, task.partition), TopicPartition(s.stream, task.partition))
+            (
+                task,
+                SystemStreamPartition(s.system, s.stream, task.partition),
+                TopicPartition(s.stream, task.partition),
+            )
             for task in self.tasks
             for s, count in input_counts.items()
             if task.partition < count
@@ -263,7 +289,9 @@ class Container:
             else:
                 start = ends[tp]
             parts.append(
-                InputPartition(ssp, tp, task, stream_config.priority, stream_config.bootstrap, start, ends[tp])
+                InputPartition(
+                    ssp, tp, task, stream_config.priority, stream_config.bootstrap, start, ends[tp]
+                )
             )
             log.info("%s: %s starts at offset %d (end at start: %d)", task.task_name, ssp, start, ends[tp])
         return Inputs(consumer, parts)
@@ -359,7 +387,9 @@ class Container:
         tmp.replace(self.metrics_path)
 
     # ----------------------------------------------------------------- logs
-    def _log_start(self, mine: list[int], counts: dict[SystemStream, int], checkpoints: dict[str, Any]) -> None:
+    def _log_start(
+        self, mine: list[int], counts: dict[SystemStream, int], checkpoints: dict[str, Any]
+    ) -> None:
         job = self.job
         log.info(
             "job %s (id %s), container %d of %d: tasks %s; inputs %s; stores %s; %d task checkpoints found",
@@ -369,8 +399,11 @@ class Container:
             job.container_count,
             ", ".join(task_name_for(p) for p in mine) or "none",
             ", ".join(f"{s} ({n} partitions)" for s, n in counts.items()),
-            ", ".join(f"{s.name} ({s.engine}{', changelog ' + str(s.changelog) if s.changelog else ''})"
-                      for s in job.stores.values()) or "none",
+            ", ".join(
+                f"{s.name} ({s.engine}{', changelog ' + str(s.changelog) if s.changelog else ''})"
+                for s in job.stores.values()
+            )
+            or "none",
             len(checkpoints),
         )
 

@@ -127,7 +127,11 @@ class TaskInstance:
         started = time.perf_counter_ns()
         for record in records:
             try:
-                key = record.key if key_serde is None or record.key is None else key_serde.from_bytes(record.key)
+                key = (
+                    record.key
+                    if key_serde is None or record.key is None
+                    else key_serde.from_bytes(record.key)
+                )
                 message = (
                     record.value
                     if msg_serde is None or record.value is None

@@ -16,5 +16,8 @@ class DeliveryOrderTask(StreamTask):
     def process(self, envelope, collector, coordinator) -> None:
         self.seen += 1
         record = {"stream": envelope.stream, "offset": envelope.offset, "seq": self.seen}
-        collector.send(OutgoingMessageEnvelope(ORDER, key=str(envelope.partition), message=record,
-                                               partition=envelope.partition))
+        collector.send(
+            OutgoingMessageEnvelope(
+                ORDER, key=str(envelope.partition), message=record, partition=envelope.partition
+            )
+        )

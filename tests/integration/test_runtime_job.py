@@ -106,15 +106,21 @@ def test_restart_resumes_from_checkpoint_and_processes_only_new_messages(tmp_pat
 
     assert run_job(config, "--exit-at-end", "--metrics-file", str(metrics)).returncode == 0
     assert metric_sum(read_metrics(metrics), "task.", "messages-actually-processed") == 10_000
-    produce_json(broker, f"{name}-in", 4, (
-        (k, {**v, "view_id": "second-" + v["view_id"]}) for k, v in pageviews(second)))
+    produce_json(
+        broker,
+        f"{name}-in",
+        4,
+        ((k, {**v, "view_id": "second-" + v["view_id"]}) for k, v in pageviews(second)),
+    )
     result = run_job(config, "--exit-at-end", "--metrics-file", str(metrics))
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert metric_sum(read_metrics(metrics), "task.", "messages-actually-processed") == 10_000
     seen, _ = outputs_by_view(broker)
     expected = expected_outputs([v for _, v in pageviews(first)])
-    expected.update(expected_outputs([{**v, "view_id": "second-" + v["view_id"]} for _, v in pageviews(second)]))
+    expected.update(
+        expected_outputs([{**v, "view_id": "second-" + v["view_id"]} for _, v in pageviews(second)])
+    )
     assert seen == expected  # every message exactly once across the two runs
 
 
@@ -156,19 +162,22 @@ def test_bootstrap_stream_is_read_to_its_start_end_before_other_inputs(tmp_path,
     for p in range(2):
         produce(broker, f"{name}-events", [(b"e", b'{"n": %d}' % i) for i in range(300)], partition=p)
         produce(broker, f"{name}-table", [(b"t", b'{"n": %d}' % i) for i in range(2000)], partition=p)
-    config = write_config(tmp_path / "bootstrap.properties", {
-        "job.name": name,
-        "task.class": "runtime_tasks:DeliveryOrderTask",
-        "task.inputs": f"kafka.{name}-events,kafka.{name}-table",
-        "systems.kafka.consumer.bootstrap.servers": broker,
-        "systems.kafka.samza.key.serde": "string",
-        "systems.kafka.samza.msg.serde": "json",
-        f"systems.kafka.streams.{name}-table.samza.bootstrap": "true",
-        "systems.kafka.samza.offset.default": "oldest",
-        f"systems.kafka.streams.{name}-table.samza.offset.default": "oldest",
-        f"systems.kafka.streams.{name}-events.samza.offset.default": "oldest",
-        "job.logged.store.base.dir": str(tmp_path / "state"),
-    })
+    config = write_config(
+        tmp_path / "bootstrap.properties",
+        {
+            "job.name": name,
+            "task.class": "runtime_tasks:DeliveryOrderTask",
+            "task.inputs": f"kafka.{name}-events,kafka.{name}-table",
+            "systems.kafka.consumer.bootstrap.servers": broker,
+            "systems.kafka.samza.key.serde": "string",
+            "systems.kafka.samza.msg.serde": "json",
+            f"systems.kafka.streams.{name}-table.samza.bootstrap": "true",
+            "systems.kafka.samza.offset.default": "oldest",
+            f"systems.kafka.streams.{name}-table.samza.offset.default": "oldest",
+            f"systems.kafka.streams.{name}-events.samza.offset.default": "oldest",
+            "job.logged.store.base.dir": str(tmp_path / "state"),
+        },
+    )
 
     result = run_job(config, "--exit-at-end")
 
@@ -237,9 +246,14 @@ def test_sigterm_commits_so_a_restart_processes_nothing_twice(tmp_path, broker, 
     metrics = tmp_path / "metrics.json"
     job = start_job(config, "--metrics-file", str(metrics), log=tmp_path / "job.log")
     try:
-        wait_for(lambda: metrics.exists() and metric_sum(read_metrics(metrics), "task.",
-                                                          "messages-actually-processed") == 5000,
-                 what="all 5000 messages processed", timeout=120)
+        wait_for(
+            lambda: (
+                metrics.exists()
+                and metric_sum(read_metrics(metrics), "task.", "messages-actually-processed") == 5000
+            ),
+            what="all 5000 messages processed",
+            timeout=120,
+        )
     finally:
         job.send_signal(signal.SIGTERM)
         assert job.wait(timeout=60) == 0
