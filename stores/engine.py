@@ -1,0 +1,211 @@
+"""``StorageEngine``: the store a task gets from ``context.get_store()``.
+
+It is the outermost layer (metrics) and the handle the container uses for the store's life
+cycle: restore before the first message, flush and checkpoint at every commit, close.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from time import perf_counter_ns
+from typing import Any, Generic, TypeVar
+
+from samzapy.metrics import MetricsGroup
+from samzapy.stores.base import KeyValueIterator, KeyValueStore
+from samzapy.stores.checkpoints import LocalCheckpoints
+from samzapy.stores.restore import RestoreStats, restore
+from samzapy.stores.rocksdb import RocksDBStore
+
+log = logging.getLogger(__name__)
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
+    """A store with its metrics, restore and checkpoints (Samza's ``KeyValueStorageEngine``).
+
+    Store operations are counted and timed (``gets``/``get-ns``, ``puts``/``put-ns``,
+    ``deletes``, ``ranges``, ``alls``, ``flushes`` and their ``-ns``) and passed to ``inner``,
+    the chain that :func:`samzapy.stores.factory.build_store` assembled. ``raw`` is the engine
+    at the bottom of that chain: restore writes into it directly.
+
+    The container's commit, in order:
+      1. ``flush()`` every engine: caches written down, changelog records handed to the producer;
+      2. flush the producer: every changelog write acknowledged;
+      3. ``checkpoint(changelog_offset())`` every engine: a local RocksDB checkpoint;
+      4. write the Kafka checkpoint (input offsets and each store's changelog offset).
+
+    Not thread-safe: one task owns it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        partition: int,
+        inner: KeyValueStore[K, V],
+        *,
+        raw: KeyValueStore[bytes, bytes],
+        changelog: Any = None,
+        metrics: MetricsGroup | None = None,
+    ) -> None:
+        self.name = name
+        self.partition = partition
+        self.inner = inner
+        self.raw = raw
+        self.changelog = changelog
+        self.metrics = metrics or MetricsGroup(f"store.{name}.Partition {partition}")
+        counter = self.metrics.counter
+        self._gets, self._get_ns = counter("gets"), counter("get-ns")
+        self._puts, self._put_ns = counter("puts"), counter("put-ns")
+        self._deletes, self._delete_ns = counter("deletes"), counter("delete-ns")
+        self._ranges, self._range_ns = counter("ranges"), counter("range-ns")
+        self._alls, self._all_ns = counter("alls"), counter("all-ns")
+        self._flushes, self._flush_ns = counter("flushes"), counter("flush-ns")
+        self._checkpoints = self._local_checkpoints()
+
+    def _local_checkpoints(self) -> LocalCheckpoints | None:
+        if not isinstance(self.raw, RocksDBStore) or not hasattr(self.changelog, "topic"):
+            return None
+        return LocalCheckpoints(self.raw.path, self.changelog.topic, self.changelog.partition)
+
+    @property
+    def store_dir(self) -> Path | None:
+        """The live RocksDB directory, ``None`` for an in-memory store."""
+        return self.raw.path if isinstance(self.raw, RocksDBStore) else None
+
+    # -- the store API, metered ---------------------------------------------------------
+
+    def get(self, key: K) -> V | None:
+        """The value of ``key`` or ``None``."""
+        start = perf_counter_ns()
+        value = self.inner.get(key)
+        self._get_ns.value += perf_counter_ns() - start
+        self._gets.value += 1
+        return value
+
+    def get_all(self, keys: Iterable[K]) -> dict[K, V]:
+        """The present values of ``keys``."""
+        keys = list(keys)
+        start = perf_counter_ns()
+        found = self.inner.get_all(keys)
+        self._get_ns.value += perf_counter_ns() - start
+        self._gets.value += len(keys)
+        return found
+
+    def put(self, key: K, value: V | None) -> None:
+        """Set ``key`` to ``value``; ``None`` deletes."""
+        start = perf_counter_ns()
+        self.inner.put(key, value)
+        self._put_ns.value += perf_counter_ns() - start
+        self._puts.value += 1
+
+    def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
+        """Set many keys atomically (one WriteBatch on the engine)."""
+        entries = list(entries)
+        start = perf_counter_ns()
+        self.inner.put_all(entries)
+        self._put_ns.value += perf_counter_ns() - start
+        self._puts.value += len(entries)
+
+    def delete(self, key: K) -> None:
+        """Remove ``key``."""
+        start = perf_counter_ns()
+        self.inner.delete(key)
+        self._delete_ns.value += perf_counter_ns() - start
+        self._deletes.value += 1
+
+    def delete_all(self, keys: Iterable[K]) -> None:
+        """Remove every key of ``keys`` atomically."""
+        keys = list(keys)
+        start = perf_counter_ns()
+        self.inner.delete_all(keys)
+        self._delete_ns.value += perf_counter_ns() - start
+        self._deletes.value += len(keys)
+
+    def range(self, from_key: K, to_key: K) -> KeyValueIterator[K, V]:
+        """Entries with ``from_key <= key < to_key`` in serialised-key order."""
+        start = perf_counter_ns()
+        found = self.inner.range(from_key, to_key)
+        self._range_ns.value += perf_counter_ns() - start
+        self._ranges.value += 1
+        return found
+
+    def all(self) -> KeyValueIterator[K, V]:
+        """Every entry in serialised-key order."""
+        start = perf_counter_ns()
+        found = self.inner.all()
+        self._all_ns.value += perf_counter_ns() - start
+        self._alls.value += 1
+        return found
+
+    def flush(self) -> None:
+        """Write caches down to the engine and hand changelog records to the producer.
+
+        Does not flush the producer: the container does that once for every store (commit
+        step 2).
+        """
+        start = perf_counter_ns()
+        self.inner.flush()
+        self._flush_ns.value += perf_counter_ns() - start
+        self._flushes.value += 1
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    def restore(self, checkpointed_offset: int | None, *, trusted_local: bool = True) -> RestoreStats:
+        """Bring the store to the state of changelog offset ``checkpointed_offset`` (see
+        :mod:`samzapy.stores.restore`); ``None``: nothing committed, the store ends up empty.
+
+        ``trusted_local=False`` ignores local checkpoints (full restore). A store without a
+        changelog is not restorable: it is left as it is (the stats are all zero).
+        """
+        if self.changelog is None or not hasattr(self.changelog, "read"):
+            log.info(
+                "store %s (partition %d) has no changelog: not restored, its state is only local",
+                self.name,
+                self.partition,
+            )
+            return RestoreStats(None, 0, 0, 0, 0, 0.0)
+        self._invalidate_caches()
+        return restore(
+            self.raw,
+            self.changelog,
+            checkpointed_offset,
+            self.metrics,
+            self._checkpoints if trusted_local else None,
+        )
+
+    def _invalidate_caches(self) -> None:
+        layer: Any = self.inner
+        while layer is not None:
+            if hasattr(layer, "invalidate"):
+                layer.invalidate()
+            layer = getattr(layer, "inner", None)
+
+    def changelog_offset(self) -> int | None:
+        """The changelog offset the store reflects, for the checkpoint (``None``: none)."""
+        offset = getattr(self.changelog, "offset", None)
+        return offset() if offset is not None else None
+
+    def checkpoint(self, changelog_offset: int | None) -> None:
+        """Take a local checkpoint of a logged RocksDB store at ``changelog_offset``.
+
+        Called at commit after the producer flush. Keeps the newest few; a no-op for
+        in-memory or unlogged stores, for ``None``, and when that offset is checkpointed
+        already.
+        """
+        if self._checkpoints is None or changelog_offset is None:
+            return
+        self._checkpoints.create(self.raw, changelog_offset)
+
+    def close(self) -> None:
+        """Flush and close every layer and the engine."""
+        self.inner.close()
+        close_reader = getattr(self.changelog, "close_reader", None)
+        if close_reader is not None:
+            close_reader()
+
+    def __repr__(self) -> str:
+        return f"StorageEngine({self.name!r}, partition={self.partition})"

@@ -1,0 +1,130 @@
+"""``build_store``: the one place that knows the order of the store layers.
+
+Outermost first::
+
+    StorageEngine   metrics; restore, flush, checkpoint (what context.get_store() returns)
+     └ CachedStore      LRU of deserialised objects + dirty batch   (skipped: object.cache.size=0)
+       └ SerializedStore    objects <-> bytes
+         └ LoggedStore      every write also to the changelog       (skipped: no changelog)
+           └ RocksDBStore | InMemoryStore   bytes, sorted by key bytes
+
+The cache sits above the serde, as in Samza, so that a hit costs no deserialisation (the
+expensive part in Python) and a dirty key is serialised once per write-down, not per put.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from samzapy.config.model import ROCKSDB_COMPRESSIONS, STORE_ENGINES, StoreConfig
+from samzapy.errors import ConfigError
+from samzapy.metrics import MetricsGroup
+from samzapy.stores.base import KeyValueStore
+from samzapy.stores.cached import CachedStore
+from samzapy.stores.engine import StorageEngine
+from samzapy.stores.logged import LoggedStore
+from samzapy.stores.memory import InMemoryStore
+from samzapy.stores.rocksdb import DEFAULT_LOCK_TIMEOUT_S, RocksDBOptions, RocksDBStore
+from samzapy.stores.serialized import SerializedStore
+
+log = logging.getLogger(__name__)
+
+
+def store_dir(base_dir: Path, store: str, partition: int) -> Path:
+    """The live directory of a store partition: ``<base_dir>/<store>/Partition_<N>``."""
+    return base_dir / store / f"Partition_{partition}"
+
+
+def validate(config: StoreConfig) -> None:
+    """Check the options of one store; every problem in one :class:`ConfigError`."""
+    key = f"stores.{config.name}"
+    problems = []
+    if config.engine not in STORE_ENGINES:
+        problems.append(f"'{key}.factory' is '{config.engine}': must be one of {', '.join(STORE_ENGINES)}")
+    if config.compression not in ROCKSDB_COMPRESSIONS:
+        problems.append(
+            f"'{key}.rocksdb.compression' is '{config.compression}': "
+            f"must be one of {', '.join(ROCKSDB_COMPRESSIONS)}"
+        )
+    for option, value, minimum in (
+        ("object.cache.size", config.object_cache_size, 0),
+        ("write.batch.size", config.write_batch_size, 1),
+        ("container.cache.size.bytes", config.cache_size_bytes, 0),
+        ("container.write.buffer.size.bytes", config.write_buffer_size_bytes, 1),
+        ("rocksdb.block.size.bytes", config.block_size_bytes, 1),
+    ):
+        if value < minimum:
+            problems.append(f"'{key}.{option}' is {value}: must be >= {minimum}")
+    if config.ttl_ms is not None and config.ttl_ms <= 0:
+        problems.append(f"'{key}.rocksdb.ttl.ms' is {config.ttl_ms}: must be > 0 (or unset for no TTL)")
+    if 0 < config.object_cache_size < config.write_batch_size:
+        problems.append(
+            f"'{key}.object.cache.size' ({config.object_cache_size}) is smaller than "
+            f"'{key}.write.batch.size' ({config.write_batch_size}): raise the cache size"
+        )
+    if problems:
+        raise ConfigError("invalid store configuration:\n  " + "\n  ".join(problems))
+
+
+def rocksdb_options(config: StoreConfig) -> RocksDBOptions:
+    """The resolved RocksDB options of a store."""
+    return RocksDBOptions(
+        cache_size_bytes=config.cache_size_bytes,
+        write_buffer_size_bytes=config.write_buffer_size_bytes,
+        compression=config.compression,
+        block_size_bytes=config.block_size_bytes,
+        ttl_ms=config.ttl_ms,
+    )
+
+
+def _engine(config: StoreConfig, path: Path, lock_timeout_s: float) -> KeyValueStore[bytes, bytes]:
+    if config.engine == "inmemory":
+        return InMemoryStore()
+    return RocksDBStore(path, rocksdb_options(config), lock_timeout_s)
+
+
+def _maybe_logged(inner: KeyValueStore[bytes, bytes], changelog: Any) -> KeyValueStore[bytes, bytes]:
+    return inner if changelog is None else LoggedStore(inner, changelog)
+
+
+def _maybe_cached(
+    inner: KeyValueStore[Any, Any], config: StoreConfig, metrics: MetricsGroup
+) -> KeyValueStore[Any, Any]:
+    if config.object_cache_size == 0:
+        return inner
+    return CachedStore(inner, config.object_cache_size, config.write_batch_size, metrics)
+
+
+def build_store(
+    config: StoreConfig,
+    *,
+    partition: int,
+    base_dir: Path,
+    key_serde: Any,
+    msg_serde: Any,
+    changelog: Any,
+    metrics: MetricsGroup,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+) -> StorageEngine[Any, Any]:
+    """Validate ``config``, then build the store's layers (module doc) over its engine.
+
+    ``changelog`` is a :class:`~samzapy.stores.changelog.KafkaChangelog` (restorable), any
+    :class:`~samzapy.stores.changelog.ChangelogWriter` (tests), or ``None`` (not logged).
+    A RocksDB directory that does not open is wiped (the restore refills it); one locked by
+    another live process is waited for up to ``lock_timeout_s``, then
+    :class:`~samzapy.errors.StoreLockedError`.
+    """
+    validate(config)
+    if changelog is None:
+        log.info(
+            "store %s has no changelog (stores.%s.changelog): not logged, not restorable",
+            config.name,
+            config.name,
+        )
+    raw = _engine(config, store_dir(base_dir, config.name, partition), lock_timeout_s)
+    store: KeyValueStore[Any, Any] = _maybe_logged(raw, changelog)
+    store = SerializedStore(store, key_serde, msg_serde, metrics)
+    store = _maybe_cached(store, config, metrics)
+    return StorageEngine(config.name, partition, store, raw=raw, changelog=changelog, metrics=metrics)

@@ -1,0 +1,213 @@
+"""Restore: rebuild a store from a local checkpoint and its changelog, then trim the changelog
+back to the checkpointed state (Samza's transactional state).
+
+Given ``K``, the checkpointed changelog offset (inclusive: the last change that belongs to
+committed state; ``None``: nothing was ever committed):
+
+1. **Base.** Take the newest local checkpoint whose offset is ``<= K`` and below the
+   changelog's true end, whose OFFSET file parses and whose database opens; copy it into a
+   fresh live directory. The live directory itself is never trusted (after a crash it may be
+   ahead of ``K``). Checkpoints ahead of ``K`` are deleted: they can never be used. No usable
+   checkpoint (or an in-memory engine): start empty.
+2. **Replay** the changelog from the base offset + 1 up to ``K`` inclusive straight into the
+   raw engine, one WriteBatch per fetched batch (never through the changelog or cache layers);
+   tombstones are deletes.
+3. **Trim.** Read every record after ``K`` up to the true end; for each distinct key, send its
+   value as of ``K`` (a tombstone when absent) to the changelog. The store needs no write: it
+   was built from records ``<= K`` only, so it already holds exactly those values. Afterwards
+   the changelog's last value per key equals the store again.
+
+Progress (records, MB, rate, ETA) goes to the log every few seconds; totals go to the store's
+metrics: ``restored-messages``, ``restored-bytes``, ``restore-time`` (ms), ``trimmed-messages``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.consumer.fetcher import ConsumerRecord
+
+from samzapy.crashpoints import crash_point
+from samzapy.errors import RestoreError
+from samzapy.metrics import MetricsGroup
+from samzapy.stores.checkpoints import LocalCheckpoints
+from samzapy.stores.rocksdb import StoreCorruptError
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two progress lines of a long restore.
+PROGRESS_EVERY_S = 5.0
+#: Records per WriteBatch during replay (fetched batches are merged up to this size).
+REPLAY_BATCH = 50_000
+
+
+@dataclass(frozen=True)
+class RestoreStats:
+    """What a restore did."""
+
+    base_offset: int | None  # offset of the local checkpoint used, None: from scratch
+    restored_messages: int
+    restored_bytes: int
+    trimmed_messages: int
+    trim_writes: int
+    restore_ms: float
+
+
+class _Progress:
+    """Logs records, MB, rate and ETA every few seconds."""
+
+    def __init__(self, what: str, total: int | None) -> None:
+        self.what = what
+        self.total = total
+        self.records = 0
+        self.bytes = 0
+        self.start = time.monotonic()
+        self._next = self.start + PROGRESS_EVERY_S
+
+    def add(self, records: int, size: int) -> None:
+        self.records += records
+        self.bytes += size
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + PROGRESS_EVERY_S
+            log.info("%s", self.line(now))
+
+    def line(self, now: float) -> str:
+        elapsed = max(now - self.start, 1e-9)
+        rate = self.records / elapsed
+        text = (
+            f"{self.what}: {self.records:,} records, {self.bytes / 1e6:.1f} MB in {elapsed:.1f}s "
+            f"({rate:,.0f} records/s, {self.bytes / 1e6 / elapsed:.1f} MB/s)"
+        )
+        if self.total:
+            left = max(self.total - self.records, 0)
+            text += f", {self.records * 100 / self.total:.0f}% done, ETA {left / rate if rate else 0:.0f}s"
+        return text
+
+
+def _record_size(record: ConsumerRecord) -> int:
+    return max(record.serialized_key_size, 0) + max(record.serialized_value_size, 0)
+
+
+def _merged(batches: Iterable[list[ConsumerRecord]], size: int) -> Iterator[list[ConsumerRecord]]:
+    pending: list[ConsumerRecord] = []
+    for batch in batches:
+        pending.extend(batch)
+        if len(pending) >= size:
+            yield pending
+            pending = []
+    if pending:
+        yield pending
+
+
+def choose_base(raw: Any, checkpoints: LocalCheckpoints | None, k: int | None, end: int) -> int | None:
+    """Step 1: reset ``raw`` to the newest usable local checkpoint; its offset, or ``None``."""
+    if checkpoints is None or k is None:
+        if checkpoints is not None:
+            checkpoints.delete_all()  # nothing committed: no checkpoint can be valid
+        raw.reset(None)
+        return None
+    for checkpoint in checkpoints.newest_first():
+        if checkpoint.offset > k or checkpoint.offset >= end:
+            log.info(
+                "local checkpoint %s is at changelog offset %d, beyond the checkpointed %d "
+                "(changelog end %d): deleted",
+                checkpoint.path,
+                checkpoint.offset,
+                k,
+                end,
+            )
+            checkpoints.delete(checkpoint)
+            continue
+        try:
+            raw.reset(checkpoint.path)
+        except StoreCorruptError as exc:
+            log.warning("local checkpoint %s does not open (%s): trying an older one", checkpoint.path, exc)
+            continue
+        return checkpoint.offset
+    raw.reset(None)
+    return None
+
+
+def replay(raw: Any, changelog: Any, start: int, k: int) -> tuple[int, int]:
+    """Step 2: write changelog records ``start..k`` into ``raw``; (records, bytes)."""
+    progress = _Progress(f"restore of {changelog}", k + 1 - start)
+    for batch in _merged(changelog.read(start, k + 1), REPLAY_BATCH):
+        raw.put_all([(r.key, r.value) for r in batch if r.key is not None])
+        progress.add(len(batch), sum(map(_record_size, batch)))
+        crash_point("during-restore")
+    if progress.records:
+        log.info("%s", progress.line(time.monotonic()))
+    return progress.records, progress.bytes
+
+
+def trim(raw: Any, changelog: Any, start: int, end: int) -> tuple[int, int]:
+    """Step 3: undo changelog records ``start..end-1``; (records undone, changelog writes)."""
+    progress = _Progress(f"trim of {changelog}", end - start)
+    seen: set[bytes] = set()
+    writes = 0
+    for batch in changelog.read(start, end):
+        keys = list(dict.fromkeys(r.key for r in batch if r.key is not None and r.key not in seen))
+        seen.update(keys)
+        for key, value in zip(keys, raw.get_many(keys), strict=True):
+            changelog.send(key, value)
+        writes += len(keys)
+        progress.add(len(batch), sum(map(_record_size, batch)))
+        crash_point("during-trim")
+    if progress.records:
+        log.info("%s; %d keys set back to their checkpointed values", progress.line(time.monotonic()), writes)
+    return progress.records, writes
+
+
+def restore(
+    raw: Any,
+    changelog: Any,
+    k: int | None,
+    metrics: MetricsGroup,
+    checkpoints: LocalCheckpoints | None = None,
+) -> RestoreStats:
+    """Run the three steps (module doc) for one store; ``checkpoints=None``: from scratch.
+
+    Raises:
+        RestoreError: the checkpointed offset lies beyond the changelog's end (the changelog
+            was deleted or truncated since: the committed state is gone).
+    """
+    started = time.monotonic()
+    end = changelog.end_offset()
+    if k is not None and k >= end:
+        msg = (
+            f"checkpointed changelog offset {k} of {changelog} is beyond the changelog's end "
+            f"({end}): the changelog lost committed state (deleted or recreated topic?). "
+            "Delete the job's checkpoint to start from an empty store"
+        )
+        raise RestoreError(msg)
+    base = choose_base(raw, checkpoints, k, end)
+    restored = restored_bytes = 0
+    if k is not None and (base is None or base < k):
+        restored, restored_bytes = replay(raw, changelog, 0 if base is None else base + 1, k)
+    trim_from = 0 if k is None else k + 1
+    trimmed = writes = 0
+    if trim_from < end:
+        trimmed, writes = trim(raw, changelog, trim_from, end)
+    changelog.set_known_offset(k)
+    changelog.close_reader()
+    elapsed_ms = (time.monotonic() - started) * 1000
+    metrics.counter("restored-messages").inc(restored)
+    metrics.counter("restored-bytes").inc(restored_bytes)
+    metrics.counter("trimmed-messages").inc(trimmed)
+    metrics.gauge("restore-time").set(round(elapsed_ms))
+    log.info(
+        "restored %s to changelog offset %s from %s: %d records (%.1f MB) replayed, %d trimmed in %.0f ms",
+        changelog,
+        k,
+        "scratch" if base is None else f"local checkpoint {base}",
+        restored,
+        restored_bytes / 1e6,
+        trimmed,
+        elapsed_ms,
+    )
+    return RestoreStats(base, restored, restored_bytes, trimmed, writes, elapsed_ms)
