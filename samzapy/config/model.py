@@ -1,6 +1,6 @@
 """The typed, validated view of a job's configuration: frozen dataclasses only.
 
-``samzapy.config.job.JobConfig.from_config`` builds these from the raw properties; everything
+``samzapy.config.job.parse_job_config`` builds these from the raw properties; everything
 else in samzapy reads configuration through them, never through raw keys.
 """
 
@@ -95,6 +95,10 @@ class JobConfig:
     stores: dict[str, StoreConfig] = field(default_factory=dict)
     consumer_overrides: dict[str, str] = field(default_factory=dict)
     producer_overrides: dict[str, str] = field(default_factory=dict)
+    default_system: str = "kafka"
+    callback_timeout_ms: int | None = None  # None: an async task may take as long as it likes
+    retry_max_attempts: int = 0  # retries of a failed process() before the failure counts
+    retry_backoff_ms: int = 100  # pause before the first retry, doubled on each further one
 
     @property
     def checkpoint_topic(self) -> str:
