@@ -164,5 +164,9 @@ def until_inclusive(prefix: bytes, time_ms: int) -> bytes:
     True
     >>> until_inclusive(b"p", MAX_MS)
     b'q'
+    >>> until_inclusive(b"p", MIN_MS - 5) == b"p" + encode_ms(MIN_MS)
+    True
     """
-    return prefix + encode_ms(time_ms + 1) if time_ms < MAX_MS else prefix_end(prefix)
+    if time_ms >= MAX_MS:
+        return prefix_end(prefix)
+    return prefix + encode_ms(max(time_ms + 1, MIN_MS))
