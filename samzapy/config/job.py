@@ -239,7 +239,8 @@ class _JobParser:
 
             fastavro.schema.load_schema(str(path))
         except Exception as exc:  # noqa: BLE001 - any parse failure is a config problem
-            self.invalid(key, f"a valid Avro schema ('{path}': {type(exc).__name__}: {exc})")
+            cause = f" ({exc.__cause__})" if exc.__cause__ else ""
+            self.invalid(key, f"a valid Avro schema ('{path}': {type(exc).__name__}: {exc}{cause})")
             return None
         return path
 
@@ -285,7 +286,7 @@ class _JobParser:
                     self.problem(
                         prefix + "changelog",
                         f"Changelog '{changelog}' of store '{name}' ({self.at(prefix + 'changelog')}) "
-                        f"is also the changelog of store '{owners[changelog]}': each store needs its own changelog",
+                        f"is also the changelog of store '{owners[changelog]}': each store needs its own",
                     )
                 elif changelog is not None:
                     owners[changelog] = name
