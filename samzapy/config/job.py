@@ -8,6 +8,7 @@ value, its file and line, and what is accepted. Nothing touches a broker.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from pathlib import Path
 from typing import Any
@@ -185,7 +186,7 @@ class _JobParser:
             spec = catalogue.find_spec(key)
             if spec is None or spec[0].type is not SERDE_REF or value in registered:
                 continue
-            hint = catalogue.difflib.get_close_matches(value, list(registered), n=1)
+            hint = difflib.get_close_matches(value, list(registered), n=1)
             tail = f"did you mean '{hint[0]}'? " if hint else ""
             self.problem(
                 key,

@@ -224,7 +224,7 @@ class Config(Mapping[str, str]):
         '--config'
     """
 
-    __slots__ = ("_entries", "source", "base_dir")
+    __slots__ = ("_entries", "_source", "_base_dir")
 
     def __init__(
         self, properties: Iterable[Property] = (), *, source: str = DICT_SOURCE, base_dir: Path | None = None
@@ -240,8 +240,18 @@ class Config(Mapping[str, str]):
         for prop in properties:
             entries[prop.key] = prop
         self._entries = entries
-        self.source = source
-        self.base_dir = base_dir
+        self._source = source
+        self._base_dir = base_dir
+
+    @property
+    def source(self) -> str:
+        """The file the configuration was loaded from (``<dict>`` for :meth:`from_dict`)."""
+        return self._source
+
+    @property
+    def base_dir(self) -> Path | None:
+        """The directory of that file; relative schema paths start there (``None``: working dir)."""
+        return self._base_dir
 
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Any]) -> Config:

@@ -7,8 +7,8 @@ Like Flask's and bytewax's app locators, the error tells apart "the module does 
 from __future__ import annotations
 
 import importlib
-import sys
 import traceback
+from pathlib import Path
 
 from samzapy.config.properties import config_error
 from samzapy.errors import ConfigError
@@ -54,8 +54,8 @@ def resolve_task_class(spec: str, location: str) -> type[StreamTask]:
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
             msg = (
-                f"{where}: module '{module_name}' not found (is its package installed, or its directory "
-                f"on PYTHONPATH? sys.path[0] is '{sys.path[0] if sys.path else ''}')"
+                f"{where}: module '{module_name}' not found: install its package or put its directory "
+                f"on PYTHONPATH (working directory: {Path.cwd()})"
             )
             raise _fail(location, msg) from None
         raise _fail(location, _raised(where, module_name, exc)) from exc

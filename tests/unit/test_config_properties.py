@@ -143,6 +143,8 @@ def test_config_is_an_immutable_mapping() -> None:
         config["a"] = "2"  # type: ignore[index]
     with pytest.raises(AttributeError):
         config.other = 1  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        config.source = "elsewhere"  # type: ignore[misc]
 
 
 def test_with_overrides_returns_a_new_config() -> None:
