@@ -37,6 +37,7 @@ from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
 from samzapy.kafka.producer import Producer
 from samzapy.kafka.reading import reader_consumer
+from samzapy.kafka.settings import client_settings
 from samzapy.metrics import MetricsRegistry
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.changelog import KafkaChangelog
@@ -142,7 +143,7 @@ class Container:
         self._admin = TopicAdmin(producer_servers)
         task_count, input_counts = self._input_partition_counts()
         mine = [p for p in range(task_count) if p % job.container_count == self.container_id]
-        self._producer = Producer(producer_servers, job.producer_overrides)
+        self._producer = Producer(producer_servers, client_settings(job.producer_overrides))
         self._admin.ensure_topic(
             job.checkpoint_topic, 1, compact=True, replication_factor=job.replication_factor
         )
@@ -265,7 +266,7 @@ class Container:
         input_counts: dict[SystemStream, int],
         checkpoints: dict[str, TaskCheckpoint],
     ) -> Inputs:
-        consumer = reader_consumer(servers, **self.job.consumer_overrides)
+        consumer = reader_consumer(servers, **client_settings(self.job.consumer_overrides))
         parts: list[InputPartition] = []
         tps = [
             (
