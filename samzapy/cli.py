@@ -62,7 +62,7 @@ def run(
 
     try:
         config = load_config(config_path, overrides)
-        job = parse_job_config(config)
+        job = parse_job_config(config, check_task_class=True)
     except ConfigError as error:
         click.echo(f"Error: {error}", err=True)
         sys.exit(2)
