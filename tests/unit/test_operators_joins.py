@@ -243,3 +243,50 @@ def test_registry_answers_do_not_depend_on_gc_timing_and_survive_restarts() -> N
                 registry.gc()
         answers.append(got)
     assert answers[0] == answers[1] == [True, True, True, True, False, False]
+
+
+def test_stream_join_matches_a_brute_force_reference_and_ignores_expiry_timing() -> None:
+    import random
+
+    from samzapy.stores.cached import CachedStore
+
+    rng = random.Random(9)
+    events = [
+        (rng.choice("lr"), bytes([97 + rng.randrange(4)]), 2 * i + rng.randrange(80), f"id{i}")
+        for i in range(600)
+    ]
+    runs = []
+    for eager in (False, True):
+        stores = [CachedStore(SortedDictStore(), 5, 2) for _ in range(4)]
+        wm = Watermark(stores[3], 100)
+        join = StreamStreamJoin(
+            *stores[:3], wm, lambda a, b: (a, b), window_before_ms=10, window_after_ms=20, kind="outer"
+        )
+        out = []
+        for side, key, t, rid in events:
+            wm.observe(t)
+            add = join.add_left if side == "l" else join.add_right
+            out += [(r.id, r.value) for r in add(key, t, rid, rid)]
+            if eager:
+                out += [(r.id, r.value) for r in join.expire()]
+        wm.advance_to(10_000)
+        out += [(r.id, r.value) for r in join.expire()]
+        runs.append(out)
+    assert sorted(runs[0]) == sorted(runs[1])
+    matched = {i for i, v in runs[0] if None not in v}
+    # reference: every in-window pair (disorder < 80 ms stays within the watermark's 100 ms)
+    lefts = [(k, t, r) for s, k, t, r in events if s == "l"]
+    rights = [(k, t, r) for s, k, t, r in events if s == "r"]
+    candidates = {
+        f"j:{k.hex()}:{lr}:{rr}"
+        for k, lt, lr in lefts
+        for k2, rt, rr in rights
+        if k == k2 and lt - 10 <= rt <= lt + 20
+    }
+    assert matched == candidates
+    # every record appears in a match or exactly once as unmatched
+    unmatched = [i for i, v in runs[0] if None in v]
+    assert len(unmatched) == len(set(unmatched))
+    in_match = {part for i in matched for part in i.split(":")[2:]}
+    assert all(i.split(":")[2] not in in_match and i.split(":")[3] not in in_match for i in unmatched)
+    assert in_match | {p for i in unmatched for p in i.split(":")[2:] if p} == {r for *_, r in events}

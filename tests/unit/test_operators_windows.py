@@ -202,3 +202,26 @@ def test_late_session_event_is_flagged_unless_it_falls_into_an_open_session() ->
     # the session [0, 150) is still open at watermark 50, so an event at 1 joins it
     assert feed(wm, agg, [(b"k", 0), (b"k", 50), (b"k", 1)]) == [False, False, False]
     assert [w.value for w in agg.open_windows(b"k")] == [3]
+
+
+def test_same_results_through_a_small_object_cache() -> None:
+    from samzapy.stores.cached import CachedStore
+
+    rng = __import__("random").Random(5)
+    events = [(bytes([97 + rng.randrange(5)]), rng.randrange(0, 5_000)) for _ in range(2_000)]
+    outputs = []
+    for store in (SortedDictStore(), CachedStore(SortedDictStore(), cache_size=7, write_batch_size=3)):
+        for assigner in (TumblingWindows(100), HoppingWindows(100, 30), SessionWindows(15)):
+            wm = Watermark(store, 300, namespace=repr(assigner).encode())
+            agg = WindowedAggregation(store, assigner, count(), wm, namespace=repr(assigner).encode())
+            out: list[object] = []
+            for i, (key, t) in enumerate(events):
+                wm.observe(t)
+                out.append(agg.add(key, t, None).late)
+                if i % 50 == 0:
+                    out += agg.close_due()
+            wm.advance_to(10_000)
+            out += agg.close_due()
+            outputs.append(out)
+    assert outputs[:3] == outputs[3:]
+    assert sum(r.value for r in outputs[0] if isinstance(r, WindowResult)) + outputs[0].count(True) == 2_000
