@@ -1,1 +1,62 @@
-"""Reusable stateful building blocks: watermarks, timers, windows, joins, dedup."""
+"""Reusable stateful building blocks: watermarks, timers, windows, joins, dedup, repartition.
+
+Every block keeps its state only in the ``KeyValueStore[bytes, bytes]`` stores it is given
+(configure them without serdes, i.e. bytes), so that after a restore a new instance over the
+same stores continues exactly from the checkpointed state; every block is deterministic (the
+same inputs in the same order give the same outputs, byte for byte), so re-sent outputs carry
+the same ``samzapy.id``. Blocks that share one store need distinct ``namespace`` prefixes
+(none a prefix of another). The table and stream-table joins take stores with any serdes.
+"""
+
+from samzapy.operators.aggregators import Aggregator, count, max_of, min_of, reduce, sum_of
+from samzapy.operators.dedup import BloomFilter, Deduplicator
+from samzapy.operators.ids import ID_HEADER, id_from_headers, id_header, join_id, output_id, window_id
+from samzapy.operators.joins import StreamTableJoin, TableChange, TableTableJoin
+from samzapy.operators.registry import JoinRegistry
+from samzapy.operators.repartition import Repartitioner, RepartitionError, RepartitionTask
+from samzapy.operators.stream_join import JoinResult, StreamStreamJoin
+from samzapy.operators.timers import Timer, TimerService
+from samzapy.operators.watermark import Watermark
+from samzapy.operators.windows import (
+    Added,
+    HoppingWindows,
+    SessionWindows,
+    TumblingWindows,
+    WindowedAggregation,
+    WindowResult,
+)
+
+__all__ = [
+    "ID_HEADER",
+    "Added",
+    "Aggregator",
+    "BloomFilter",
+    "Deduplicator",
+    "HoppingWindows",
+    "JoinRegistry",
+    "JoinResult",
+    "RepartitionError",
+    "RepartitionTask",
+    "Repartitioner",
+    "SessionWindows",
+    "StreamStreamJoin",
+    "StreamTableJoin",
+    "TableChange",
+    "TableTableJoin",
+    "Timer",
+    "TimerService",
+    "TumblingWindows",
+    "Watermark",
+    "WindowResult",
+    "WindowedAggregation",
+    "count",
+    "id_from_headers",
+    "id_header",
+    "join_id",
+    "max_of",
+    "min_of",
+    "output_id",
+    "reduce",
+    "sum_of",
+    "window_id",
+]
