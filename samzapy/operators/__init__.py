@@ -4,8 +4,11 @@ Every block keeps its state only in the ``KeyValueStore[bytes, bytes]`` stores i
 (configure them without serdes, i.e. bytes), so that after a restore a new instance over the
 same stores continues exactly from the checkpointed state; every block is deterministic (the
 same inputs in the same order give the same outputs, byte for byte), so re-sent outputs carry
-the same ``samzapy.id``. Blocks that share one store need distinct ``namespace`` prefixes
-(none a prefix of another). The table and stream-table joins take stores with any serdes.
+the same ``samzapy.id``. Each block's store keys start with ``namespace`` and a tag of its own
+(``0x00`` and two letters: ``wm`` watermark, ``te``/``tp`` timers, ``ww``/``we`` windows,
+``ri``/``rg``/``rm`` registry, ``di``/``db``/``dm`` dedup), so blocks of different kinds can
+share a store; two blocks of the same kind in one store need distinct namespaces, none a
+prefix of another. The table and stream-table joins take stores with any serdes.
 """
 
 from samzapy.operators.aggregators import Aggregator, count, max_of, min_of, reduce, sum_of

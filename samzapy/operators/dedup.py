@@ -3,10 +3,10 @@ time-bucketed garbage collection (Dataflow's exactly-once sink, after seed 003).
 
 Store layout (one ``KeyValueStore[bytes, bytes]``, under ``namespace``):
 
-* ``ns + 0x00 'd' + id`` -> ``bucket start``: the seen ids;
-* ``ns + 0x00 'b' + bucket start + id`` -> ``b""``: the ids of each time bucket, so a whole
+* ``ns + 0x00 'di' + id`` -> ``bucket start``: the seen ids;
+* ``ns + 0x00 'db' + bucket start + id`` -> ``b""``: the ids of each time bucket, so a whole
   bucket is dropped with one range scan and the Bloom filters are rebuilt from it;
-* ``ns + 0x00 'm'`` -> the largest time seen (the GC horizon never goes back).
+* ``ns + 0x00 'dm'`` -> the largest time seen (the GC horizon never goes back).
 """
 
 from __future__ import annotations
@@ -142,9 +142,9 @@ class Deduplicator:
         self._bucket_ms = -(-ttl_ms // buckets)
         self._too_old_answer = too_old_is_duplicate
         self._ids, self._buckets, self._max_key = (
-            namespace + b"\x00d",
-            namespace + b"\x00b",
-            namespace + b"\x00m",
+            namespace + b"\x00di",
+            namespace + b"\x00db",
+            namespace + b"\x00dm",
         )
         self._template = BloomFilter.for_capacity(max(64, expected_items // buckets), fp_rate)
         self._filters: dict[int, BloomFilter] = {}

@@ -2,9 +2,9 @@
 
 Store layout (one ``KeyValueStore[bytes, bytes]``, under ``namespace``):
 
-* ``ns + 0x00 'i' + id`` -> ``event time + token``: the registered ids;
-* ``ns + 0x00 'g' + event time + id`` -> ``b""``: a time-first index for garbage collection;
-* ``ns + 0x00 'm'`` -> the largest event time registered so far (the GC boundary is derived
+* ``ns + 0x00 'ri' + id`` -> ``event time + token``: the registered ids;
+* ``ns + 0x00 'rg' + event time + id`` -> ``b""``: a time-first index for garbage collection;
+* ``ns + 0x00 'rm'`` -> the largest event time registered so far (the GC boundary is derived
   from it and, persisted, never goes back — as Photon keeps its GC boundary in the registry).
 """
 
@@ -50,9 +50,9 @@ class JoinRegistry:
             raise ValueError(msg)
         self._store = store
         self.retention_ms = retention_ms
-        self._ids = namespace + b"\x00i"
-        self._gc = namespace + b"\x00g"
-        self._max_key = namespace + b"\x00m"
+        self._ids = namespace + b"\x00ri"
+        self._gc = namespace + b"\x00rg"
+        self._max_key = namespace + b"\x00rm"
         stored = store.get(self._max_key)
         self._max_time = MIN_MS if stored is None else decode_ms(stored)
         self._too_old = metrics.counter("registry-too-old") if metrics is not None else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from samzapy.operators.keys import MIN_MS, decode_ms, encode_ms
 from samzapy.stores.base import KeyValueStore
 
-_KEY = b"\x00watermark"
+_KEY = b"\x00wm"
 
 
 class Watermark:
@@ -21,7 +21,7 @@ class Watermark:
         * Before any event, ``current`` is :data:`~samzapy.operators.keys.MIN_MS`.
 
     The store is a ``KeyValueStore[bytes, bytes]``; the watermark uses one key
-    (``namespace + b"\\x00watermark"``), so it may share a store with other operators given
+    (``namespace + b"\\x00wm"``), so it may share a store with other operators given
     distinct namespaces.
     """
 

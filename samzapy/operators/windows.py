@@ -2,9 +2,9 @@
 
 Store layout (all in one ``KeyValueStore[bytes, bytes]``, under ``namespace``):
 
-* ``ns + 0x00 'w' + escape(key) + start`` -> ``end + encoded aggregate``: the open windows,
+* ``ns + 0x00 'ww' + escape(key) + start`` -> ``end + encoded aggregate``: the open windows,
   sorted by (key, start);
-* ``ns + 0x00 'e' + end + escape(key) + start`` -> ``b""``: a time-first index of window
+* ``ns + 0x00 'we' + end + escape(key) + start`` -> ``b""``: a time-first index of window
   ends, so :meth:`WindowedAggregation.close_due` reads only the windows that are due.
 
 Nothing is kept in Python memory: after a restore, a new :class:`WindowedAggregation` over
@@ -182,8 +182,8 @@ class WindowedAggregation:
         self._watermark = watermark
         self._grace = allowed_lateness_ms
         self._updates = emit == "update"
-        self._wprefix = namespace + b"\x00w"
-        self._iprefix = namespace + b"\x00e"
+        self._wprefix = namespace + b"\x00ww"
+        self._iprefix = namespace + b"\x00we"
         self._late = metrics.counter("late-messages") if metrics is not None else None
         self._late_windows = metrics.counter("late-window-drops") if metrics is not None else None
 

@@ -159,3 +159,31 @@ def test_repartition_task_uses_its_key_function_and_requires_an_output() -> None
 
     with pytest.raises(RepartitionError, match="must set output_stream"):
         NoOutput()
+
+
+def test_blocks_of_different_kinds_share_one_store_and_namespace() -> None:
+    from samzapy.operators import (
+        JoinRegistry,
+        TimerService,
+        TumblingWindows,
+        Watermark,
+        WindowedAggregation,
+        count,
+    )
+
+    store = SortedDictStore()
+    wm = Watermark(store)
+    timers = TimerService(store, wm)
+    windows = WindowedAggregation(store, TumblingWindows(10), count(), wm)
+    registry = JoinRegistry(store, retention_ms=100)
+    dedup = Deduplicator(store, ttl_ms=100)
+    for t in range(0, 30, 3):
+        wm.observe(t)
+        windows.add(b"k", t, None)
+        timers.set_event_timer(t + 5, b"k")
+        assert registry.try_register(f"id{t}", t)
+        assert not dedup.seen_before(f"id{t}", t)
+    assert [r.value for r in windows.close_due()] == [4, 3]
+    assert [t.time_ms for t in timers.fire_due(0)] == [5, 8, 11, 14, 17, 20, 23, 26]
+    assert registry.is_registered("id3") and dedup.seen_before("id3", 27)
+    assert Watermark(store).current == 27

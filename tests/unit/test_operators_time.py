@@ -131,4 +131,4 @@ def test_setting_a_timer_again_replaces_it_and_delete_cancels() -> None:
     timers.delete(6, b"gone")
     wm.observe(10)
     assert list(timers.fire_due(0)) == [Timer("event", 5, b"k", b"new")]
-    assert store.data == {b"\x00watermark": encode_ms(10)}
+    assert store.data == {b"\x00wm": encode_ms(10)}

@@ -69,7 +69,7 @@ def test_tumbling_counts_are_emitted_once_when_the_watermark_passes_the_end() ->
     assert agg.close_due() == []
     wm.advance_to(3 * HOUR)
     assert final(agg.close_due()) == [(b"u1", HOUR, 2 * HOUR, 1), (b"u2", HOUR, 2 * HOUR, 1)]
-    assert list(store.all()) == [(b"\x00watermark", encode_ms(3 * HOUR))]
+    assert list(store.all()) == [(b"\x00wm", encode_ms(3 * HOUR))]
 
 
 def test_out_of_order_events_within_lateness_count_and_late_ones_are_flagged() -> None:
@@ -191,7 +191,7 @@ def test_merged_session_is_emitted_once_with_its_merged_bounds() -> None:
     assert final(results) == [(b"j", 3, 13, 1), (b"k", 0, 28, 3)]
     assert results[1].id == "w:6b:0:28"
     assert agg.close_due() == []
-    assert list(store.all()) == [(b"\x00watermark", encode_ms(1000))]
+    assert list(store.all()) == [(b"\x00wm", encode_ms(1000))]
 
 
 def test_late_session_event_is_flagged_unless_it_falls_into_an_open_session() -> None:
