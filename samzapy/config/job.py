@@ -43,6 +43,7 @@ _SYSTEM_FIELDS = {  # suffix of systems.<system>. -> JobConfig field
     "default.stream.partitions": "default_partitions",
     "samza.key.serde": "system_key_serde",
     "samza.msg.serde": "system_msg_serde",
+    "samza.offset.default": "system_offset_default",
 }
 _STREAM_FIELDS = {  # suffix of systems.<system>.streams.<stream>. -> StreamConfig field
     "samza.key.serde": "key_serde",

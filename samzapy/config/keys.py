@@ -468,6 +468,13 @@ KEYS: tuple[KeySpec, ...] = (
     _key(_S + "samza.key.serde", SERDE_REF, None, "Default key serde of the system's streams.", _SYS),
     _key(_S + "samza.msg.serde", SERDE_REF, None, "Default message serde of the system's streams.", _SYS),
     _key(
+        _S + "samza.offset.default",
+        _choice("oldest", "upcoming"),
+        "upcoming",
+        "Default of `samza.offset.default` for the system's streams.",
+        _SYS,
+    ),
+    _key(
         _S + "consumer.*",
         ANY,
         None,
@@ -501,7 +508,7 @@ KEYS: tuple[KeySpec, ...] = (
     _key(
         _T + "samza.offset.default",
         _choice("oldest", "upcoming"),
-        "upcoming",
+        "the system's",
         "Where to start reading when there is no checkpoint: the oldest message or only new ones.",
         _STREAM,
     ),

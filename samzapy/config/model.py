@@ -37,7 +37,7 @@ class StreamConfig:
     msg_serde: str | None = None
     bootstrap: bool = False
     priority: int = 0
-    offset_default: str = "upcoming"  # "oldest" | "upcoming"
+    offset_default: str | None = None  # "oldest" | "upcoming"; None: the system's default
     partitions: int | None = None  # for outputs created by samzapy
 
 
@@ -87,6 +87,7 @@ class JobConfig:
     default_partitions: int | None = None
     system_key_serde: str | None = None
     system_msg_serde: str | None = None
+    system_offset_default: str = "upcoming"
     drop_deserialization_errors: bool = False
     dead_letter_stream: SystemStream | None = None
     ignored_exceptions: tuple[str, ...] = ()
@@ -116,6 +117,6 @@ class JobConfig:
             msg_serde=configured.msg_serde or self.system_msg_serde,
             bootstrap=configured.bootstrap,
             priority=configured.priority,
-            offset_default=configured.offset_default,
+            offset_default=configured.offset_default or self.system_offset_default,
             partitions=configured.partitions,
         )
