@@ -16,7 +16,7 @@ import math
 import struct
 
 from samzapy.metrics import MetricsGroup
-from samzapy.operators.keys import MIN_MS, decode_ms, encode_ms, prefix_end
+from samzapy.operators.keys import MAX_MS, MIN_MS, decode_ms, encode_ms, prefix_end
 from samzapy.stores.base import KeyValueStore
 
 _HEADER = struct.Struct(">QI")
@@ -119,7 +119,10 @@ class Deduplicator:
           (about ``fp_rate``); every call for a new id writes two entries.
 
     GC: when the horizon passes the end of a time bucket, the bucket's ids and its filter
-    are dropped (one range scan per bucket), inside the call that moved the horizon.
+    are dropped (one range scan per bucket), inside the call that moved the horizon. Lookups
+    probe one filter, the union (bitwise or) of the bucket filters, recomputed after a drop;
+    every filter is sized for ``expected_items`` (the ids retained at once), so memory is
+    about ``(buckets + 1) * 1.2 * expected_items`` bytes at a 1% rate.
     """
 
     def __init__(
@@ -146,8 +149,10 @@ class Deduplicator:
             namespace + b"\x00db",
             namespace + b"\x00dm",
         )
-        self._template = BloomFilter.for_capacity(max(64, expected_items // buckets), fp_rate)
+        self._template = BloomFilter.for_capacity(max(64, expected_items), fp_rate)
         self._filters: dict[int, BloomFilter] = {}
+        self._union = BloomFilter(self._template.num_bits, self._template.num_hashes)
+        self._next_drop = MAX_MS
         stored = store.get(self._max_key)
         self._max_time = MIN_MS if stored is None else decode_ms(stored)
         counter = metrics.counter if metrics is not None else None
@@ -169,8 +174,8 @@ class Deduplicator:
                 self._too_old.inc()
             return self._too_old_answer
         id_bytes = id.encode()
-        positions = self._template.positions(BloomFilter.hashes(id_bytes))
-        if any(f.contains_positions(positions) for f in self._filters.values()):
+        positions = self._union.positions(BloomFilter.hashes(id_bytes))
+        if self._union.contains_positions(positions):
             if self._store.get(self._ids + id_bytes) is not None:
                 if self._duplicates is not None:
                     self._duplicates.inc()
@@ -179,6 +184,7 @@ class Deduplicator:
         self._store.put(self._ids + id_bytes, encode_ms(bucket))
         self._store.put(self._buckets + encode_ms(bucket) + id_bytes, b"")
         self._filter(bucket).add_positions(positions)
+        self._union.add_positions(positions)
         return False
 
     def _filter(self, bucket: int) -> BloomFilter:
@@ -186,14 +192,24 @@ class Deduplicator:
         if found is None:
             t = self._template
             found = self._filters[bucket] = BloomFilter(t.num_bits, t.num_hashes)
+            self._next_drop = min(self._next_drop, bucket + self._bucket_ms)
         return found
 
     def _advance(self, time_ms: int) -> None:
         self._max_time = time_ms
         self._store.put(self._max_key, encode_ms(time_ms))
+        if self.horizon >= self._next_drop:
+            self._drop_expired()
+
+    def _drop_expired(self) -> None:
         horizon = self.horizon
         for bucket in [b for b in self._filters if b + self._bucket_ms <= horizon]:
             self._drop(bucket)
+        self._next_drop = min((b + self._bucket_ms for b in self._filters), default=MAX_MS)
+        union = 0
+        for f in self._filters.values():
+            union |= int.from_bytes(f.bits, "little")
+        self._union.bits = bytearray(union.to_bytes(len(self._union.bits), "little"))
 
     def _drop(self, bucket: int) -> None:
         prefix = self._buckets + encode_ms(bucket)
@@ -207,9 +223,6 @@ class Deduplicator:
         n = len(self._buckets)
         with self._store.range(self._buckets, prefix_end(self._buckets)) as entries:
             for entry in entries:
-                bucket = decode_ms(entry.key, n)
-                f = self._filter(bucket)
+                f = self._filter(decode_ms(entry.key, n))
                 f.add_positions(f.positions(BloomFilter.hashes(entry.key[n + 8 :])))
-        horizon = self.horizon
-        for bucket in [b for b in self._filters if b + self._bucket_ms <= horizon]:
-            self._drop(bucket)
+        self._drop_expired()
