@@ -60,7 +60,8 @@ class LocalCheckpoints:
                 )
                 return None
             if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-                raise ValueError(f"offset {offset!r} is not a non-negative integer")
+                msg = f"offset {offset!r} is not a non-negative integer"
+                raise ValueError(msg)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("local checkpoint %s has no usable OFFSET file (%s): ignored", path, exc)
             return None
