@@ -78,6 +78,13 @@ def free_port() -> int:
 
 
 def _alive(pid: int) -> bool:
+    # A broker started by this very process stays a zombie after it exits until it is
+    # reaped, and kill(pid, 0) succeeds on zombies: reap it first (no-op for other pids).
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
