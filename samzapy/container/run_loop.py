@@ -307,8 +307,13 @@ class Container:
         processed_at_progress = 0
         while not self._stop_requested:
             for part, records in inputs.poll(POLL_TIMEOUT_MS, MAX_POLL_RECORDS):
-                part.task.process_records(part.ssp, records)
-                if self._stop_requested:
+                task = part.task
+                done = 0
+                while done < len(records) and not task.coordinator.shutdown_requested:
+                    done = task.process_records(part.ssp, records, done)
+                    if task.coordinator.commit_requested:
+                        self._commit()
+                if self._stop_requested or task.coordinator.shutdown_requested:
                     break
             now = time.monotonic()
             if window_s is not None:

@@ -113,8 +113,14 @@ class TaskInstance:
         if isinstance(self.task, InitableTask) or hasattr(self.task, "init"):
             self.task.init(context)
 
-    def process_records(self, ssp: SystemStreamPartition, records: list[ConsumerRecord]) -> None:
-        """Process ``records`` of ``ssp`` in order, advancing the task's offset for each.
+    def process_records(
+        self, ssp: SystemStreamPartition, records: list[ConsumerRecord], start: int = 0
+    ) -> int:
+        """Process ``records[start:]`` of ``ssp`` in order, advancing the task's offset for each.
+
+        Returns the index after the last record processed: processing stops early, right
+        after the call that asked for it, when the task requests a commit or a shutdown
+        (Samza commits after the current ``process`` call, not after a batch).
 
         Raises:
             MessageFailure: a record failed and the policy is to stop; the offset stays at
@@ -124,44 +130,51 @@ class TaskInstance:
         process = self.task.process
         collector = self.collector
         coordinator = self.coordinator
+        offsets = self.offsets
         started = time.perf_counter_ns()
-        for record in records:
-            try:
-                key = (
-                    record.key
-                    if key_serde is None or record.key is None
-                    else key_serde.from_bytes(record.key)
+        index = start
+        try:
+            while index < len(records):
+                record = records[index]
+                index += 1
+                try:
+                    key = (
+                        record.key
+                        if key_serde is None or record.key is None
+                        else key_serde.from_bytes(record.key)
+                    )
+                    message = (
+                        record.value
+                        if msg_serde is None or record.value is None
+                        else msg_serde.from_bytes(record.value)
+                    )
+                except Exception as exc:
+                    self._fail(ssp, record, exc, "could not deserialise", deserialising=True)
+                    offsets[ssp] = record.offset + 1
+                    continue
+                envelope = IncomingMessageEnvelope(
+                    ssp,
+                    record.offset,
+                    key,
+                    message,
+                    record.timestamp,
+                    (record.serialized_key_size or 0) + (record.serialized_value_size or 0),
+                    record.headers or [],
                 )
-                message = (
-                    record.value
-                    if msg_serde is None or record.value is None
-                    else msg_serde.from_bytes(record.value)
-                )
-            except Exception as exc:
-                self._fail(ssp, record, exc, "could not deserialise", deserialising=True)
-                self.offsets[ssp] = record.offset + 1
-                continue
-            envelope = IncomingMessageEnvelope(
-                ssp,
-                record.offset,
-                key,
-                message,
-                record.timestamp,
-                (record.serialized_key_size or 0) + (record.serialized_value_size or 0),
-                record.headers or [],
-            )
-            collector.begin(record.offset)
-            writes_before = self._writes() + collector.sent
-            try:
-                process(envelope, collector, coordinator)
-            except Exception as exc:
-                traceless = self._writes() + collector.sent == writes_before
-                self._fail(ssp, record, exc, "process() raised", traceless=traceless)
-            self.offsets[ssp] = record.offset + 1
-            if coordinator.shutdown_requested:
-                break
-        self._processed.inc(len(records))
-        self._process_ns.inc(time.perf_counter_ns() - started)
+                collector.begin(record.offset)
+                writes_before = self._writes() + collector.sent
+                try:
+                    process(envelope, collector, coordinator)
+                except Exception as exc:
+                    traceless = self._writes() + collector.sent == writes_before
+                    self._fail(ssp, record, exc, "process() raised", traceless=traceless)
+                offsets[ssp] = record.offset + 1
+                if coordinator.commit_requested or coordinator.shutdown_requested:
+                    break
+        finally:
+            self._processed.inc(index - start)
+            self._process_ns.inc(time.perf_counter_ns() - started)
+        return index
 
     def _writes(self) -> int:
         return sum(

@@ -24,3 +24,43 @@ class CountingTask(StreamTask, InitableTask):
     def process(self, envelope, collector, coordinator):
         key = envelope.key
         self.counts.put(key, (self.counts.get(key) or 0) + 1)
+
+
+class TransactionalStateTask(StreamTask, InitableTask):
+    """Samza's TransactionalStateIntegrationTest task, ported.
+
+    A message ``v`` puts v -> v and commits; ``-v`` deletes v and commits; a ``:`` prefix
+    does the same without committing; ``crash_once`` kills the process the first time it is
+    seen (a marker file remembers it). At init the store's contents are written to
+    ``$STORE_AT_INIT`` so that the test can see the state a restarted task starts from.
+    """
+
+    def init(self, context):
+        import json
+        import os
+
+        self.store = context.get_store("store")
+        self.marker = os.environ["CRASH_MARKER"]
+        with self.store.all() as entries:
+            state = {entry.key: entry.value for entry in entries}
+        with open(os.environ["STORE_AT_INIT"], "w") as out:
+            json.dump(state, out)
+
+    def process(self, envelope, collector, coordinator):
+        import os
+        import signal
+
+        message = envelope.message
+        commit = not message.startswith(":")
+        message = message.lstrip(":")
+        if message == "crash_once":
+            if not os.path.exists(self.marker):
+                open(self.marker, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+            return
+        if message.startswith("-"):
+            self.store.delete(message[1:])
+        else:
+            self.store.put(message, message)
+        if commit:
+            coordinator.commit()

@@ -286,3 +286,55 @@ def test_changelog_with_a_different_partition_count_fails_at_startup(tmp_path, b
     assert result.returncode == 1
     assert f"{name}-counts-changelog" in result.stderr
     assert "2" in result.stderr and "4" in result.stderr
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize("keep_local_store", [True, False])
+def test_samza_transactional_state_case(tmp_path, broker, keep_local_store):
+    """Samza's TransactionalStateIntegrationTest: uncommitted writes are undone after a crash."""
+    import json
+
+    name = f"txn-{'keep' if keep_local_store else 'wipe'}"
+    create_topic(broker, f"{name}-in", 1)
+    produce(
+        broker,
+        f"{name}-in",
+        [(b"k", m.encode()) for m in ["1", "2", "3", "2", "97", "-97", ":98", ":99", ":crash_once"]],
+    )
+    props = {
+        "job.name": name,
+        "task.class": "stateful_tasks:TransactionalStateTask",
+        "task.inputs": f"kafka.{name}-in",
+        "task.commit.ms": "600000",
+        "systems.kafka.consumer.bootstrap.servers": broker,
+        "systems.kafka.samza.key.serde": "string",
+        "systems.kafka.samza.msg.serde": "string",
+        "systems.kafka.samza.offset.default": "oldest",
+        "stores.store.factory": "rocksdb",
+        "stores.store.changelog": f"kafka.{name}-changelog",
+        "stores.store.key.serde": "string",
+        "stores.store.msg.serde": "string",
+        "job.logged.store.base.dir": str(tmp_path / "state"),
+    }
+    config = write_config(tmp_path / "t.properties", props)
+    env = job_env(CRASH_MARKER=str(tmp_path / "crashed"), STORE_AT_INIT=str(tmp_path / "at-init.json"))
+
+    first = run_job(config, "--exit-at-end", env=env)
+    assert first.returncode == -9, first.stderr[-3000:]
+    if not keep_local_store:
+        shutil.rmtree(tmp_path / "state")
+    produce(broker, f"{name}-in", [(b"k", m.encode()) for m in ["4", "5", "5"]])
+    second = run_job(config, "--exit-at-end", env=env)
+
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert json.loads((tmp_path / "at-init.json").read_text()) == {"1": "1", "2": "2", "3": "3"}
+    final = {"1": "1", "2": "2", "3": "3", "4": "4", "5": "5", "98": "98", "99": "99"}
+    assert read_store(tmp_path / "state", "store", bytes.decode, bytes.decode) == final
+    assert {k: v for k, v in _last_values(broker, f"{name}-changelog").items() if v is not None} == final
+
+
+def _last_values(broker: str, topic: str) -> dict[str, str | None]:
+    state: dict[str, str | None] = {}
+    for record in consume_all(broker, topic):
+        state[record.key.decode()] = None if record.value is None else record.value.decode()
+    return state
