@@ -143,7 +143,7 @@ class Container:
         self._admin = TopicAdmin(producer_servers)
         task_count, input_counts = self._input_partition_counts()
         mine = [p for p in range(task_count) if p % job.container_count == self.container_id]
-        self._producer = Producer(producer_servers, client_settings(job.producer_overrides))
+        self._producer = Producer(producer_servers, job.producer_overrides)
         self._admin.ensure_topic(
             job.checkpoint_topic, 1, compact=True, replication_factor=job.replication_factor
         )
