@@ -207,6 +207,10 @@ class RocksDBStore(KeyValueStore[bytes, bytes]):
             it.seek(from_key)
 
         def entries() -> Iterator[Entry[bytes, bytes]]:
+            # rocksdict's iterator does not own the upper bound set on its ReadOptions: keep
+            # the options alive as long as the iterator, or the bound is read from freed memory
+            # (ranges then stop early or run past their end, at random).
+            _keep_alive = read_options  # noqa: F841
             while it.valid():
                 yield Entry(it.key(), it.value())
                 it.next()
