@@ -167,6 +167,10 @@ class Container:
         policy = ErrorPolicy(job, self._producer)
         task_class = resolve_task_class(job.task_class, self.config.location("task.class"))
         self._log_start(mine, input_counts, checkpoints)
+        if any(s.restore_engine == "spark" for s in job.stores.values()):
+            from samzapy.spark.bulk_restore import restore_for_container  # needs the spark extra
+
+            restore_for_container(job, mine, checkpoints)
         for partition in mine:
             self.tasks.append(
                 self._build_task(

@@ -1,0 +1,492 @@
+"""Bulk restore: every changelog partition of a job's stores, read in parallel by Spark, turned
+into sorted SST files and ingested into fresh RocksDB stores in the job's layout.
+
+The result is what the job's own sequential restore would build (same keys, same values),
+plus the local checkpoint that restore trusts (``<dir>/<store>/Partition_<N>.checkpoints/
+<offset>/`` with its ``OFFSET`` file, :mod:`samzapy.stores.checkpoints`), at the last
+changelog offset read. A job started on the directory with a Kafka checkpoint at or after
+that offset replays only the changelog after it (:mod:`samzapy.stores.restore`, step 1).
+
+The Spark plan has no shuffle: the ``samzapy-kafka`` source gives one Spark partition per
+changelog partition (or per offset range with ``max_records_per_range``), each is sorted by
+(key, offset) in place (Spark's external sort: bigger than memory is fine), and the writer
+keeps the last record of each key — a tombstone deletes it — writing SST files as it goes.
+Split ranges write deletions too and are ingested oldest first, so later ranges win.
+
+``to_checkpoint=True`` reads only up to the changelog offsets of the job's Kafka checkpoint
+(the committed state). Records after it (uncommitted writes of a crashed run) are not
+trimmed here: trimming writes to the changelog, which only the task that owns the
+partition may do, and the job's restore trims at start anyway — it finds the local
+checkpoint at exactly the committed offset, replays nothing and undoes the tail.
+Without it, the stores reflect the changelog to its true end; a job whose Kafka checkpoint is
+behind that end cannot use them (its restore deletes checkpoints ahead of its own) and
+restores from scratch, so use ``to_checkpoint`` whenever the job may not have committed
+everything it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+from samzapy.config import Config, JobConfig, load_config, parse_job_config
+from samzapy.config.model import StoreConfig
+from samzapy.spark import SparkJobError
+from samzapy.spark.sst import HANDOFFS, SstFile, SstSink, check_ingestible, ingest_store, write_collected
+
+log = logging.getLogger(__name__)
+
+#: A container restores a store partition with Spark only when its changelog backlog (the
+#: records between its newest usable local checkpoint and the Kafka checkpoint) is at least this.
+CONTAINER_BACKLOG_THRESHOLD = int(os.environ.get("SAMZAPY_SPARK_RESTORE_MIN_BACKLOG", "200000"))
+
+RESULT_SCHEMA = (
+    "kind STRING, store STRING, partition INT, ord BIGINT, path STRING, entries BIGINT, "
+    "records BIGINT, bytes BIGINT, first_offset BIGINT, last_offset BIGINT, chunk INT, data BINARY"
+)
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    """What the bulk restore did for one store partition."""
+
+    store: str
+    partition: int
+    offset: int | None  # last changelog offset reflected (the OFFSET file); None: nothing read
+    records: int
+    bytes: int
+    sst_entries: int  # entries written to SST files (= keys unless ranges were split)
+    sst_files: int
+    path: Path
+
+
+@dataclass
+class BulkRestoreStats:
+    """Totals and timings of a bulk restore; ``spark_start_s`` is Spark's start-up alone."""
+
+    partitions: list[PartitionStats] = field(default_factory=list)
+    spark_start_s: float = 0.0
+    spark_job_s: float = 0.0  # read + sort + SST writing in executors
+    ingest_s: float = 0.0
+    total_s: float = 0.0
+
+    @property
+    def records(self) -> int:
+        """Changelog records read."""
+        return sum(p.records for p in self.partitions)
+
+    @property
+    def bytes(self) -> int:
+        """Key + value bytes read."""
+        return sum(p.bytes for p in self.partitions)
+
+    @property
+    def sst_entries(self) -> int:
+        """Entries written to SST files (the restored keys unless ranges were split)."""
+        return sum(p.sst_entries for p in self.partitions)
+
+
+@dataclass(frozen=True)
+class _Target:
+    store: StoreConfig
+    partition: int
+    stop: int | None  # exclusive; None: true end
+
+
+def _job(config: str | Path | Config | JobConfig) -> JobConfig:
+    if isinstance(config, JobConfig):
+        return config
+    raw = config if isinstance(config, Config) else load_config(config)
+    return parse_job_config(raw)
+
+
+def restore_stores(
+    config: str | Path | Config | JobConfig,
+    target_dir: str | Path,
+    stores: list[str] | None = None,
+    partitions: list[int] | None = None,
+    to_checkpoint: bool = False,
+    master: str | None = None,
+    *,
+    handoff: str = "shared",
+    staging_dir: str | Path | None = None,
+    max_records_per_range: int | None = None,
+) -> BulkRestoreStats:
+    """Restore the logged RocksDB stores of a job into ``target_dir`` with Spark (module doc).
+
+    Args:
+        config: the job's .properties path, its :class:`Config` or :class:`JobConfig`.
+        target_dir: becomes ``<target_dir>/<store>/Partition_<N>`` (+ local checkpoints);
+            existing store partitions there are replaced.
+        stores: store names (default: every store with a changelog).
+        partitions: task partitions (default: all of the changelog's).
+        to_checkpoint: stop at the job's checkpointed changelog offsets (module doc).
+        master: Spark master URL (default: spark-submit's, else ``local[*]``).
+        handoff: ``shared`` or ``collect`` (:mod:`samzapy.spark.sst`).
+        staging_dir: where executors write SST files in ``shared`` mode (default: a
+            directory inside ``target_dir``; on a cluster: a path on storage every executor
+            and the driver mount at the same place).
+        max_records_per_range: split changelog partitions into offset ranges of this size.
+
+    Raises:
+        SparkJobError: a store cannot be bulk-restored or the Spark job failed.
+    """
+    started = time.perf_counter()
+    job = _job(config)
+    chosen = _stores(job, stores)
+    from samzapy.kafka.broker import resolve_bootstrap_servers
+
+    servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
+    targets = _targets(job, chosen, partitions, to_checkpoint, servers)
+    return run_bulk_restore(
+        targets,
+        Path(target_dir),
+        servers,
+        master=master,
+        handoff=handoff,
+        staging_dir=staging_dir,
+        max_records_per_range=max_records_per_range,
+        started=started,
+    )
+
+
+def _stores(job: JobConfig, names: list[str] | None) -> list[StoreConfig]:
+    if names is None:
+        chosen = [s for s in job.stores.values() if s.changelog is not None and s.engine == "rocksdb"]
+    else:
+        unknown = [n for n in names if n not in job.stores]
+        if unknown:
+            msg = f"unknown store(s) {', '.join(unknown)}: the job has {', '.join(job.stores) or 'none'}"
+            raise SparkJobError(msg)
+        chosen = [job.stores[n] for n in names]
+    for store in chosen:
+        if store.changelog is None:
+            msg = f"store '{store.name}' has no changelog (stores.{store.name}.changelog): nothing to restore"
+            raise SparkJobError(msg)
+        check_ingestible(store)
+    return chosen
+
+
+def _targets(
+    job: JobConfig,
+    stores: list[StoreConfig],
+    partitions: list[int] | None,
+    to_checkpoint: bool,
+    servers: str,
+) -> list[_Target]:
+    from samzapy.kafka.admin import TopicAdmin
+
+    checkpoints: dict[str, Any] = {}
+    if to_checkpoint:
+        from samzapy.checkpoint import read_checkpoints
+
+        checkpoints = read_checkpoints(servers, job.checkpoint_topic)
+    targets = []
+    with TopicAdmin(servers) as admin:
+        for store in stores:
+            assert store.changelog is not None
+            count = admin.partition_count(store.changelog.stream)
+            if count is None:
+                msg = f"changelog topic '{store.changelog.stream}' of store '{store.name}' does not exist"
+                raise SparkJobError(msg)
+            for partition in range(count) if partitions is None else partitions:
+                stop = None
+                if to_checkpoint:
+                    checkpoint = checkpoints.get(f"Partition {partition}")
+                    k = checkpoint.changelog_offsets.get(store.name) if checkpoint else None
+                    stop = 0 if k is None else k + 1
+                targets.append(_Target(store, partition, stop))
+    return targets
+
+
+def run_bulk_restore(
+    targets: list[_Target],
+    target_dir: Path,
+    servers: str,
+    *,
+    master: str | None = None,
+    handoff: str = "shared",
+    staging_dir: str | Path | None = None,
+    max_records_per_range: int | None = None,
+    started: float | None = None,
+) -> BulkRestoreStats:
+    """Read, sort and write ``targets`` with Spark, then ingest them under ``target_dir``."""
+    from samzapy.spark.session import executor_error, get_spark
+
+    if handoff not in HANDOFFS:
+        msg = f"handoff '{handoff}' is not one of {', '.join(HANDOFFS)}"
+        raise SparkJobError(msg)
+    started = time.perf_counter() if started is None else started
+    stats = BulkRestoreStats()
+    staging = Path(staging_dir) if staging_dir else target_dir / f".sst-staging-{uuid.uuid4().hex[:12]}"
+    readable = [t for t in targets if t.stop != 0]
+    rows: list[Any] = []
+    if readable:
+        spark, stats.spark_start_s = get_spark(master, "samzapy-bulk-restore")
+        job_started = time.perf_counter()
+        frame = _plan(spark, readable, servers, max_records_per_range, handoff, str(staging))
+        try:
+            rows = list(frame.toLocalIterator()) if handoff == "collect" else frame.collect()
+        except Exception as exc:
+            msg = f"the Spark restore failed: {executor_error(exc)}"
+            raise SparkJobError(msg) from exc
+        stats.spark_job_s = time.perf_counter() - job_started
+    try:
+        ingest_started = time.perf_counter()
+        stats.partitions = _ingest(targets, rows, target_dir, handoff, staging)
+        stats.ingest_s = time.perf_counter() - ingest_started
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    stats.total_s = time.perf_counter() - started
+    log.info(
+        "bulk restore: %d records (%.1f MB) into %d SST entries of %d store partitions in %.1fs "
+        "(Spark start %.1fs, Spark job %.1fs, ingest %.1fs)",
+        stats.records,
+        stats.bytes / 1e6,
+        stats.sst_entries,
+        len(stats.partitions),
+        stats.total_s,
+        stats.spark_start_s,
+        stats.spark_job_s,
+        stats.ingest_s,
+    )
+    return stats
+
+
+def _plan(
+    spark: Any, targets: list[_Target], servers: str, max_records: int | None, handoff: str, staging: str
+) -> Any:
+    by_topic: dict[str, list[_Target]] = {}
+    for target in targets:
+        assert target.store.changelog is not None
+        by_topic.setdefault(target.store.changelog.stream, []).append(target)
+    frames = []
+    for topic, group in by_topic.items():
+        reader = (
+            spark.read.format("samzapy-kafka")
+            .option("bootstrap.servers", servers)
+            .option("topic", topic)
+            .option("partitions", ",".join(str(t.partition) for t in group))
+            .option("includeHeaders", "false")
+        )
+        ending = {str(t.partition): t.stop for t in group if t.stop is not None}
+        if ending:
+            reader = reader.option("endingOffsets", json.dumps({topic: ending}))
+        if max_records:
+            reader = reader.option("maxRecordsPerPartition", str(max_records))
+        frames.append(reader.load().select("topic", "partition", "offset", "key", "value"))
+    frame = reduce(lambda a, b: a.unionAll(b), frames)
+    stores = {t.store.changelog.stream: t.store for t in targets if t.store.changelog is not None}
+    writer = _RangeWriter(stores, handoff, staging, write_deletes=max_records is not None)
+    return frame.sortWithinPartitions("topic", "partition", "key", "offset").mapInArrow(writer, RESULT_SCHEMA)
+
+
+class _RangeWriter:
+    """The executor side: sorted rows of changelog ranges -> SST files + one stats row per range."""
+
+    def __init__(
+        self, stores: dict[str, StoreConfig], handoff: str, staging: str, write_deletes: bool
+    ) -> None:
+        self.stores = stores
+        self.handoff = handoff
+        self.staging = staging
+        self.write_deletes = write_deletes
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from samzapy.spark.sst import executor_dir
+
+        directory = executor_dir(self.handoff, self.staging)
+        results: list[dict[str, Any]] = []
+        state: _RangeState | None = None
+        for batch in batches:
+            columns = [
+                batch.column(name).to_pylist() for name in ("topic", "partition", "offset", "key", "value")
+            ]
+            for topic, partition, offset, key, value in zip(*columns, strict=True):
+                if state is None or (topic, partition) != (state.topic, state.partition):
+                    if state is not None:
+                        results.extend(state.finish(self.handoff))
+                    state = _RangeState(self.stores[topic], topic, partition, directory, self.write_deletes)
+                state.add(offset, key, value)
+        if state is not None:
+            results.extend(state.finish(self.handoff))
+        if results:
+            yield pa.RecordBatch.from_pylist(results, schema=_result_schema())
+        if self.handoff == "collect":
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _result_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("kind", pa.string()),
+            ("store", pa.string()),
+            ("partition", pa.int32()),
+            ("ord", pa.int64()),
+            ("path", pa.string()),
+            ("entries", pa.int64()),
+            ("records", pa.int64()),
+            ("bytes", pa.int64()),
+            ("first_offset", pa.int64()),
+            ("last_offset", pa.int64()),
+            ("chunk", pa.int32()),
+            ("data", pa.binary()),
+        ]
+    )
+
+
+class _RangeState:
+    """One changelog range being written: the last record per key wins."""
+
+    def __init__(
+        self, store: StoreConfig, topic: str, partition: int, directory: Path, deletes: bool
+    ) -> None:
+        self.store, self.topic, self.partition = store, topic, partition
+        self.directory = directory
+        self.deletes = deletes
+        self.sink: SstSink | None = None
+        self.records = self.bytes = self.keys = 0
+        self.first: int | None = None
+        self.last = -1
+        self._key: bytes | None = None
+        self._value: bytes | None = None
+
+    def add(self, offset: int, key: bytes | None, value: bytes | None) -> None:
+        self.records += 1
+        self.bytes += len(key or b"") + len(value or b"")
+        self.first = offset if self.first is None else min(self.first, offset)
+        self.last = max(self.last, offset)
+        if key is None:
+            return  # restore ignores records without a key
+        if key != self._key:
+            self._flush_key()
+            self._key = key
+        self._value = value
+
+    def _flush_key(self) -> None:
+        if self._key is None:
+            return
+        if self.sink is None:
+            self.sink = SstSink(self.directory, self.store, self.partition, self.first or 0)
+        if self._value is not None:
+            self.sink.put(self._key, self._value)
+            self.keys += 1
+        elif self.deletes:
+            self.sink.delete(self._key)
+
+    def finish(self, handoff: str) -> list[dict[str, Any]]:
+        from samzapy.spark.sst import file_chunks
+
+        self._flush_key()
+        files = self.sink.close() if self.sink is not None else []
+        rows = [
+            {
+                "kind": "range",
+                "store": self.store.name,
+                "partition": self.partition,
+                "entries": self.keys,
+                "records": self.records,
+                "bytes": self.bytes,
+                "first_offset": self.first,
+                "last_offset": self.last,
+            }
+        ]
+        for sst in files:
+            common = {"kind": "file", "store": sst.store, "partition": sst.partition, "ord": sst.order}
+            common |= {"path": sst.path, "entries": sst.entries}
+            if handoff == "collect":
+                rows.extend({**common, "chunk": i, "data": data} for i, data in file_chunks(sst.path))
+            else:
+                rows.append(common)
+        return rows
+
+
+def _ingest(
+    targets: list[_Target], rows: list[Any], target_dir: Path, handoff: str, staging: Path
+) -> list[PartitionStats]:
+    rows = [r.asDict() if hasattr(r, "asDict") else r for r in rows]
+    placed = (
+        write_collected([r for r in rows if r["kind"] == "file"], staging) if handoff == "collect" else {}
+    )
+    result = []
+    for target in targets:
+        name, partition = target.store.name, target.partition
+        ranges = [
+            r for r in rows if r["kind"] == "range" and (r["store"], r["partition"]) == (name, partition)
+        ]
+        files = {
+            r["path"]: SstFile(name, partition, r["ord"], placed.get(r["path"], r["path"]), r["entries"])
+            for r in rows
+            if r["kind"] == "file" and (r["store"], r["partition"]) == (name, partition)
+        }
+        offset = max((r["last_offset"] for r in ranges), default=None)
+        path = ingest_store(target.store, target_dir, partition, files.values(), offset)
+        result.append(
+            PartitionStats(
+                name,
+                partition,
+                offset,
+                sum(r["records"] for r in ranges),
+                sum(r["bytes"] for r in ranges),
+                sum(f.entries for f in files.values()),
+                len(files),
+                path,
+            )
+        )
+    return result
+
+
+def restore_for_container(job: JobConfig, partitions: list[int], checkpoints: dict[str, Any]) -> None:
+    """The container's hook for ``stores.S.restore.engine=spark``: before its tasks restore,
+    bulk-restore the store partitions whose changelog backlog is large.
+
+    For every such store and task partition with a checkpointed changelog offset K, the
+    newest local checkpoint at or below K is looked up; when the records between it and K
+    number at least :data:`CONTAINER_BACKLOG_THRESHOLD` (or there is none), the partition is
+    rebuilt by Spark up to K (``to_checkpoint``). The container's own restore then finds a
+    local checkpoint at K, replays nothing and trims the uncommitted tail as usual.
+    """
+    from samzapy.kafka.broker import resolve_bootstrap_servers
+    from samzapy.stores.checkpoints import LocalCheckpoints
+    from samzapy.stores.factory import store_dir
+
+    targets = []
+    for store in job.stores.values():
+        if store.restore_engine != "spark" or store.changelog is None:
+            continue
+        check_ingestible(store)
+        for partition in partitions:
+            checkpoint = checkpoints.get(f"Partition {partition}")
+            k = checkpoint.changelog_offsets.get(store.name) if checkpoint else None
+            if k is None:
+                continue
+            live = store_dir(job.logged_store_base_dir, store.name, partition)
+            local = [
+                c.offset for c in LocalCheckpoints(live, store.changelog.stream, partition).newest_first()
+            ]
+            base = max((o for o in local if o <= k), default=-1)
+            if k - base < CONTAINER_BACKLOG_THRESHOLD:
+                continue
+            targets.append(_Target(store, partition, k + 1))
+    if not targets:
+        return
+    log.info(
+        "restoring %d store partitions with Spark (backlog >= %d records each)",
+        len(targets),
+        CONTAINER_BACKLOG_THRESHOLD,
+    )
+    servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
+    run_bulk_restore(targets, job.logged_store_base_dir, servers)
