@@ -1,0 +1,341 @@
+"""The executor side of a replay: one task of the job, run over its input ranges.
+
+The task runs through the container's own machinery — :class:`TaskInstance` (deserialising,
+``process``, error policy, offsets), :class:`TaskCollector` (serialisation, partitioning, the
+``samzapy.id`` header ``<task>:<input offset>:<n>``) and stores built by
+:func:`~samzapy.stores.factory.build_store` in a local RocksDB directory — so its outputs carry
+the same ids and bytes as the streaming run's.
+
+Delivery order, deterministic for a given plan:
+
+1. the task's bootstrap streams (``samza.bootstrap=true``) from start to stop, before anything
+   else — a streaming job started on this history would read them to their end first too;
+2. the other streams merged by record timestamp, ties broken by ``samza.priority`` (higher
+   first), then stream order; each partition stays in offset order (a k-way merge of the
+   partitions' offset-ordered records, never a sort that could reorder one partition).
+
+``window()`` is called by event time, not wall-clock time: whenever the largest record
+timestamp seen has advanced by ``task.window.ms`` since the last call (before the record that
+crossed the boundary is processed), and once after the last record. Tasks that emit by
+watermark (the pattern jobs) produce the same results either way; a task whose output depends
+on how often ``window()`` runs in wall-clock time cannot be replayed exactly.
+
+``coordinator.commit()`` is a no-op here (the replay commits once, at its end);
+``coordinator.shutdown()`` stops the task's replay where it is, as it stops a container.
+
+At the end the task's stores are flushed; in Kafka mode their final contents are written to
+their changelog partitions (tombstones for keys the changelog holds but the store does not,
+then every entry), and the acknowledged offset of the last write is the changelog offset of
+the task's checkpoint. RocksDB stores are also written as SST files for the driver to ingest.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from samzapy.config import Config, parse_job_config, resolve_task_class
+
+log = logging.getLogger(__name__)
+
+#: Consecutive records of one partition handed to ``process_records`` at once.
+MAX_RUN = 1000
+
+
+@dataclass(frozen=True)
+class InputRange:
+    """One input partition of a task: offsets ``start`` to ``stop`` (exclusive)."""
+
+    system: str
+    stream: str
+    partition: int
+    start: int
+    stop: int
+    bootstrap: bool = False
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """What one replay task reads: its partition number and its input ranges."""
+
+    partition: int
+    inputs: tuple[InputRange, ...]
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """What every replay task needs, shipped to the executors."""
+
+    config: Config
+    consumer_servers: str
+    producer_servers: str
+    task_count: int
+    output_dir: str | None = None  # None: outputs to Kafka
+    file_format: str = "parquet"
+    publish_changelogs: bool = True
+    handoff: str = "shared"
+    staging: str = ""
+
+
+class _DiscardingChangelog:
+    """Keeps the logged layer in the store chain (as in streaming) without sending each write:
+    a replay publishes the final state once, at its end."""
+
+    def send(self, key: bytes, value: bytes | None) -> None:
+        """Drop the change."""
+
+
+def run_partition(plans: Iterator[TaskPlan], settings: ReplaySettings) -> Iterator[dict[str, Any]]:
+    """``mapPartitions`` entry point: run each plan of the Spark partition (there is one)."""
+    for plan in plans:
+        yield run_replay_task(plan, settings)
+
+
+def run_replay_task(plan: TaskPlan, settings: ReplaySettings) -> dict[str, Any]:
+    """Run one task over its ranges; a dict the driver turns into stores and a checkpoint."""
+    started = time.perf_counter()
+    job = parse_job_config(settings.config)
+    work = Path(tempfile.mkdtemp(prefix=f"samzapy-replay-{plan.partition}-"))
+    sink = _sink(settings, plan.partition, job)
+    admin: list[Any] = []
+    instance = None
+    try:
+        instance = _build_instance(plan, settings, job, sink, work, admin)
+        processed = _process(instance, plan, settings.consumer_servers, job.window_ms)
+        if job.window_ms is not None:
+            instance.window()
+        instance.flush_stores()
+        sink.flush()
+        stores = [_finish_store(instance, name, plan, settings, sink) for name in instance.stores]
+        return {
+            "partition": plan.partition,
+            "task": instance.task_name,
+            "inputs": {str(ssp): offset for ssp, offset in instance.offsets.items()},
+            "stores": stores,
+            "processed": processed,
+            "outputs": instance.collector.sent,
+            "window_calls": instance.metrics.counter("window-calls").value,
+            "seconds": time.perf_counter() - started,
+            "files": getattr(sink, "files", []),
+        }
+    finally:
+        if instance is not None:
+            instance.close()
+        sink.close()
+        for a in admin:
+            a.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _sink(settings: ReplaySettings, partition: int, job: Any) -> Any:
+    if settings.output_dir is not None:
+        from samzapy.spark.sinks import FileOutputs
+
+        return FileOutputs(settings.output_dir, partition, settings.file_format)
+    from samzapy.kafka.producer import Producer
+    from samzapy.kafka.settings import client_settings
+
+    return Producer(settings.producer_servers, client_settings(job.producer_overrides))
+
+
+def _build_instance(
+    plan: TaskPlan, settings: ReplaySettings, job: Any, sink: Any, work: Path, admin: list[Any]
+) -> Any:
+    from samzapy.container.collector import OutputStreams, TaskCollector
+    from samzapy.container.task_instance import ErrorPolicy, TaskInstance
+    from samzapy.context import StoreContext
+    from samzapy.metrics import MetricsRegistry
+    from samzapy.serdes import SerdeResolver
+    from samzapy.stores.factory import build_store
+    from samzapy.streams import SystemStreamPartition, task_name_for
+
+    name = task_name_for(plan.partition)
+    registry = MetricsRegistry()
+    serdes = SerdeResolver(job)
+    stores: dict[str, Any] = {}
+    for store_config in job.stores.values():
+        key_serde, msg_serde = serdes.for_store(store_config)
+        stores[store_config.name] = build_store(
+            store_config,
+            partition=plan.partition,
+            base_dir=work,
+            key_serde=key_serde,
+            msg_serde=msg_serde,
+            changelog=_DiscardingChangelog() if store_config.changelog is not None else None,
+            metrics=registry.group(f"store.{store_config.name}.{name}"),
+        )
+
+    def output_partitions(stream: Any) -> int:
+        """As the container's ``_ensure_output``; in file mode nothing is created."""
+        from samzapy.kafka.admin import TopicAdmin
+
+        if not admin:
+            admin.append(TopicAdmin(settings.producer_servers))
+        existing = admin[0].partition_count(stream.stream)
+        if existing is not None:
+            return existing
+        configured = job.stream(stream).partitions or job.default_partitions or settings.task_count
+        if settings.output_dir is not None:
+            return configured
+        return admin[0].ensure_topic(stream.stream, configured, replication_factor=job.replication_factor)
+
+    metrics = registry.group(f"task.{name}")
+    ssps = {SystemStreamPartition(r.system, r.stream, r.partition): r for r in plan.inputs}
+    instance = TaskInstance(
+        name,
+        plan.partition,
+        resolve_task_class(job.task_class, settings.config.location("task.class"))(),
+        stores,
+        TaskCollector(name, sink, OutputStreams(serdes, output_partitions)),
+        {ssp: serdes.for_stream(ssp.system_stream) for ssp in ssps},
+        ErrorPolicy(job, sink),
+        metrics,
+    )
+    instance.offsets.update({ssp: r.start for ssp, r in ssps.items()})
+    instance.init(StoreContext(name, plan.partition, settings.config, stores, metrics))
+    return instance
+
+
+def merged_records(plan: TaskPlan, servers: str, consumers: list[Any]) -> Iterator[tuple[int, Any]]:
+    """``(input index, record)`` in delivery order (module doc); opened consumers go to ``consumers``."""
+    from kafka import TopicPartition
+
+    from samzapy.kafka.reading import read_partition, reader_consumer
+
+    def records(index: int, rng: InputRange) -> Iterator[tuple[tuple[int, int, int, int], int, Any]]:
+        consumer = reader_consumer(servers)
+        consumers.append(consumer)
+        for batch in read_partition(consumer, TopicPartition(rng.stream, rng.partition), rng.start, rng.stop):
+            for record in batch:
+                yield (record.timestamp, -rng.priority, index, record.offset), index, record
+
+    indexed = list(enumerate(plan.inputs))
+    for bootstrap in (True, False):
+        sources = [records(i, r) for i, r in indexed if r.bootstrap is bootstrap and r.stop > r.start]
+        for _, index, record in heapq.merge(*sources):
+            yield index, record
+
+
+def _process(instance: Any, plan: TaskPlan, servers: str, window_ms: int | None) -> int:
+    from samzapy.streams import SystemStreamPartition
+
+    ssps = [SystemStreamPartition(r.system, r.stream, r.partition) for r in plan.inputs]
+    windowable = window_ms is not None and hasattr(instance.task, "window")
+    consumers: list[Any] = []
+    run: list[Any] = []
+    run_index = -1
+    processed = 0
+    next_window: int | None = None
+
+    def flush() -> bool:
+        nonlocal run, processed
+        if run:
+            instance.process_records(ssps[run_index], run)
+            processed += len(run)
+            run = []
+        return instance.coordinator.shutdown_requested
+
+    try:
+        for index, record in merged_records(plan, servers, consumers):
+            if run and (index != run_index or len(run) >= MAX_RUN) and flush():
+                break
+            if windowable:
+                if next_window is None:
+                    next_window = record.timestamp + window_ms
+                elif record.timestamp >= next_window:
+                    if flush():
+                        break
+                    instance.window()
+                    next_window = record.timestamp + window_ms
+            run_index = index
+            run.append(record)
+        else:
+            flush()
+        if instance.coordinator.shutdown_requested:
+            log.info("%s asked to shut down: its replay stops here", instance.task_name)
+    finally:
+        for consumer in consumers:
+            consumer.close()
+    return processed
+
+
+def _finish_store(
+    instance: Any, name: str, plan: TaskPlan, settings: ReplaySettings, sink: Any
+) -> dict[str, Any]:
+    from samzapy.spark.sst import SstSink, executor_dir, file_chunks
+
+    store = instance.stores[name]
+    job_store = parse_job_config(settings.config).stores[name]
+    offset = None
+    if settings.output_dir is None and settings.publish_changelogs and job_store.changelog is not None:
+        offset = publish_final_state(store.raw, job_store.changelog.stream, plan.partition, sink, settings)
+    files: list[dict[str, Any]] = []
+    entries = 0
+    if job_store.engine == "rocksdb" and job_store.ttl_ms is None:
+        directory = executor_dir(settings.handoff, settings.staging)
+        sst = SstSink(directory, job_store, plan.partition, 0)
+        with store.raw.all() as it:
+            for entry in it:
+                sst.put(entry.key, entry.value)
+                entries += 1
+        for written in sst.close():
+            item = {"path": written.path, "order": written.order, "entries": written.entries}
+            if settings.handoff == "collect":
+                item["chunks"] = [data for _, data in file_chunks(written.path)]
+            files.append(item)
+        if settings.handoff == "collect":
+            shutil.rmtree(directory, ignore_errors=True)
+    return {"store": name, "changelog_offset": offset, "files": files, "entries": entries}
+
+
+def publish_final_state(
+    raw: Any, topic: str, partition: int, producer: Any, settings: ReplaySettings
+) -> int | None:
+    """Make the changelog partition's last value per key equal the store; the offset of the
+    last changelog record that belongs to that state (``None``: the changelog is empty).
+
+    Reads the partition's live keys first (keys only, in memory), sends a tombstone for each
+    one the store does not hold, then every entry of the store, and flushes.
+    """
+    from kafka import TopicPartition
+
+    from samzapy.kafka.reading import read_partition, reader_consumer
+    from samzapy.spark.kafka_source import true_end_offset
+
+    tp = TopicPartition(topic, partition)
+    consumer = reader_consumer(settings.consumer_servers)
+    live: set[bytes] = set()
+    try:
+        begin = consumer.beginning_offsets([tp])[tp]
+        for batch in read_partition(consumer, tp, begin):
+            for record in batch:
+                if record.key is None:
+                    continue
+                if record.value is None:
+                    live.discard(record.key)
+                else:
+                    live.add(record.key)
+        end = true_end_offset(consumer, tp)
+    finally:
+        consumer.close()
+    sent = 0
+    for key in sorted(live):
+        if raw.get(key) is None:
+            producer.send(topic, key, None, partition=partition)
+            sent += 1
+    with raw.all() as it:
+        for entry in it:
+            producer.send(topic, entry.key, entry.value, partition=partition)
+            sent += 1
+    producer.flush()
+    if sent:
+        return producer.acked_offset(topic, partition)
+    return end - 1 if end > 0 else None
