@@ -53,11 +53,12 @@ class Progress:
         self.bytes = 0
         self.start = time.monotonic()
         self._next = 0.0
-        self._drawn = False
+        self._started = False
 
     def begin(self, total: int) -> None:
         """Start counting towards ``total`` records."""
         self.total = total
+        self._started = True
         self.start = time.monotonic()
         self._next = self.start + (BAR_EVERY_S if self.tty else LINE_EVERY_S)
 
@@ -75,7 +76,9 @@ class Progress:
         self.total = max(self.total - records, self.records)
 
     def finish(self) -> None:
-        """Show the final figures (and end the bar's line)."""
+        """Show the final figures (and end the bar's line); nothing when never begun."""
+        if not self._started:
+            return
         self._show(time.monotonic())
         if self.tty:
             self.stream.write("\n")
@@ -89,7 +92,6 @@ class Progress:
             done = int(BAR_WIDTH * self.records / self.total) if self.total else BAR_WIDTH
             bar = "#" * min(done, BAR_WIDTH) + "-" * max(BAR_WIDTH - done, 0)
             self.stream.write(f"\r{self.what} [{bar}] {text}\x1b[K")
-            self._drawn = True
         self.stream.flush()
 
 

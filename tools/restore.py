@@ -257,13 +257,15 @@ def _build(
 
 
 def restore_with_engine(engine: str, setup: JobSetup, path: Path, **options: Any) -> RestoreReport | Any:
-    """Dispatch to the restore engine: ``sequential`` (this module) or ``spark``.
+    """Dispatch to the restore engine: ``sequential`` (:func:`restore_stores`) or ``spark``.
 
-    The Spark engine is ``samzapy.spark.bulk_restore.restore_stores(setup, path, **options)``
-    (same arguments as :func:`restore_stores`) once the Spark issue has delivered it.
+    ``spark`` calls ``samzapy.spark.bulk_restore.restore_stores(config, path, stores=...,
+    partitions=..., to_checkpoint=...)`` (the Spark issue) and returns what it returns; it
+    reports no progress of its own here.
 
     Raises:
-        BadInputError: unknown engine, or ``spark`` while the Spark engine is not available.
+        BadInputError: unknown engine, or ``spark`` while the Spark engine is not there.
+        ToolError: the Spark engine is there but cannot be imported (pyspark missing...).
     """
     if engine == "sequential":
         return restore_stores(setup, path, **options)
@@ -271,11 +273,23 @@ def restore_with_engine(engine: str, setup: JobSetup, path: Path, **options: Any
         msg = f"unknown restore engine '{engine}': use one of {', '.join(ENGINES)}"
         raise BadInputError(msg)
     try:
-        from samzapy.spark import bulk_restore  # type: ignore[attr-defined]
-    except ImportError:
+        from samzapy.spark import bulk_restore
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("samzapy.spark", "samzapy.spark.bulk_restore"):
+            msg = f"--engine spark cannot start: {exc}. Install the extra: pip install 'samzapy[spark]'"
+            raise ToolError(msg) from exc
         msg = (
             "--engine spark is not available yet: the Spark engine arrives with the Spark issue. "
             "Use --engine sequential"
         )
         raise BadInputError(msg) from None
-    return bulk_restore.restore_stores(setup, path, **options)
+    except ImportError as exc:
+        msg = f"--engine spark cannot start: {exc}"
+        raise ToolError(msg) from exc
+    return bulk_restore.restore_stores(
+        setup.config,
+        path,
+        stores=list(options.get("stores", ())) or None,
+        partitions=list(options.get("partitions", ())) or None,
+        to_checkpoint=options.get("to_checkpoint", False),
+    )

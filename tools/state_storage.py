@@ -90,6 +90,12 @@ def restore(
         )
     if isinstance(report, RestoreReport):
         _print_restore(report)
+    else:  # the Spark engine's own report
+        seconds = getattr(report, "total_s", 0.0)
+        click.echo(
+            f"restored {report.records:,} records ({report.bytes / 1e6:.1f} MB) with Spark in {seconds:.1f}s"
+        )
+        click.echo(f"to use it: job.logged.store.base.dir={path}")
 
 
 def _print_restore(report: RestoreReport) -> None:
