@@ -50,10 +50,13 @@ def config_path_option(func: F) -> F:
 
 
 def setup_logging(verbose: bool) -> None:
-    """Warnings only by default (the tools print their own progress); everything with -v."""
+    """Warnings only by default (the tools print their own progress); INFO with ``-v``.
+
+    kafka-python's own warnings (slow event-loop tasks during bulk reads) only with ``-v``.
+    """
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    logging.getLogger("kafka").setLevel(logging.WARNING)
+    logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.ERROR)
