@@ -1,0 +1,31 @@
+"""Tasks for the Spark tests (imported by Spark's Python workers and by job subprocesses)."""
+
+from __future__ import annotations
+
+from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
+
+
+class IdleTask(StreamTask):
+    """Processes nothing of interest: for jobs that only restore their stores."""
+
+    def process(self, envelope, collector, coordinator) -> None:
+        """Ignore the message."""
+
+
+class CountingTask(StreamTask, InitableTask):
+    """Counts page views per user in store ``counts`` and emits the new count on every view
+    to ``app.output``: a stateful task whose every output depends on the state before it."""
+
+    def init(self, context) -> None:
+        """Find the store and the output stream."""
+        self.store = context.get_store("counts")
+        self.output = SystemStream.parse(context.config.get_str("app.output"))
+
+    def process(self, envelope, collector, coordinator) -> None:
+        """Count the view; send ``{"user_id", "count", "view_id"}`` keyed by user."""
+        view = envelope.message
+        user = view["user_id"]
+        count = (self.store.get(user) or 0) + 1
+        self.store.put(user, count)
+        message = {"user_id": user, "count": count, "view_id": view["view_id"]}
+        collector.send(OutgoingMessageEnvelope(self.output, key=user, message=message))
