@@ -171,6 +171,30 @@ def produce_json(
     return sent
 
 
+def produce_end_of_stream(bootstrap_servers: str, topic: str) -> int:
+    """Append an ``end-of-stream`` control record (see :mod:`samzapy.jobs.event_time`) to every
+    partition of ``topic``: event-time jobs then close their last windows and expire their
+    last join entries. Returns the number of partitions."""
+    from samzapy.jobs.event_time import end_of_stream_record
+    from samzapy.kafka.admin import TopicAdmin
+    from samzapy.kafka.producer import Producer
+
+    with TopicAdmin(bootstrap_servers) as admin:
+        partitions = admin.partition_count(topic)
+    if partitions is None:
+        msg = f"topic '{topic}' does not exist on {bootstrap_servers}; produce its data first"
+        raise click.ClickException(msg)
+    headers, value = end_of_stream_record()
+    producer = Producer(bootstrap_servers)
+    try:
+        for partition in range(partitions):
+            producer.send(topic, None, value, partition=partition, headers=headers)
+        producer.flush()
+    finally:
+        producer.close()
+    return partitions
+
+
 @click.group()
 def generate() -> None:
     """Produce seeded example data to the broker."""
@@ -365,3 +389,22 @@ def generate_clicks(
     """Ad clicks keyed by impression id, with duplicates and orphans (same options as impressions)."""
     spec = AdSpec(impression_count, click_rate, duplicate_rate, orphan_clicks, seed)
     _send(bootstrap_servers, topic, partitions, ads(spec)[1], "clicks")
+
+
+@generate.command("end-of-stream")
+@click.option(
+    "--bootstrap-servers",
+    default="embedded",
+    show_default=True,
+    help="Broker address, or 'embedded' for the dev broker.",
+)
+@click.argument("topics", nargs=-1, required=True)
+def generate_end_of_stream(bootstrap_servers: str, topics: tuple[str, ...]) -> None:
+    """Mark the end of TOPICS: an end-of-stream control record on every partition, so that
+    event-time jobs emit their last windows (see docs/patterns/window-aggregation.md)."""
+    from samzapy.kafka.broker import resolve_bootstrap_servers
+
+    servers = resolve_bootstrap_servers(bootstrap_servers)
+    for topic in topics:
+        partitions = produce_end_of_stream(servers, topic)
+        click.echo(f"marked the end of '{topic}' ({partitions} partitions) on {servers}")
