@@ -163,3 +163,12 @@ def test_progress_never_begun_prints_nothing():
     out = io.StringIO()
     Progress("restore", stream=out).finish()
     assert out.getvalue() == ""
+
+
+@pytest.mark.parametrize("module", ["samzapy.tools.keys", "samzapy.tools.progress"])
+def test_the_tools_doctests_pass(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
