@@ -1,0 +1,134 @@
+"""Ad clicks joined to their impressions (a windowed stream-stream join, after Google's Photon).
+
+Inputs ``impressions`` and ``clicks``, both JSON keyed by impression id (so co-partitioned);
+outputs ``ad-clicks-joined`` (impression fields plus click fields, keyed by impression id) and
+``unjoined-clicks`` (clicks whose impression did not arrive within the join window). Config:
+``config/ad-click-join.properties``; semantics in ``docs/patterns/stream-stream-join.md``.
+
+* A click at ``tc`` joins an impression at ``ti`` of the same id when
+  ``tc - join.window.before.ms <= ti <= tc + join.window.after.ms``; either may arrive first:
+  each waits in a store until its window has closed.
+* The watermark is the minimum, over the two inputs, of the largest event time seen, minus
+  ``join.allowed.lateness.ms`` (at least the inputs' disorder), so that one input racing
+  ahead of the other never expires records the slower input still has to match.
+* Each click id is decided **at most once ever** — joined, or sent to ``unjoined-clicks`` —
+  through a registry store (Photon's IdRegistry) of decided click ids, garbage-collected
+  after ``join.registry.retention.ms`` of event time. Duplicate clicks are dropped (counted in
+  ``duplicate-clicks``). State is restored exactly after a crash, so a re-sent result has the
+  same ``samzapy.id`` and bytes: exactly once eventually, after dedup by id.
+* ``end-of-stream`` control records on both inputs close every window (``--exit-at-end``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
+from samzapy.jobs.event_time import END_OF_STREAM, EventTime, control_of, input_streams
+from samzapy.operators import JoinRegistry, JoinResult, StreamStreamJoin
+
+
+def joined_record(click: dict, impression: dict | None) -> dict:
+    """The output: the impression's fields, then the click's (times renamed apart); an
+    unjoined click as it is.
+
+    >>> joined_record({"click_id": "c", "impression_id": "i", "ts": 9}, {"impression_id": "i", "ts": 5})
+    {'impression_id': 'i', 'impression_ts': 5, 'click_id': 'c', 'click_ts': 9}
+    """
+    if impression is None:
+        return click
+    record = {k: v for k, v in impression.items() if k != "ts"}
+    record["impression_ts"] = impression["ts"]
+    record.update({k: v for k, v in click.items() if k not in ("ts", "impression_id")})
+    record["click_ts"] = click["ts"]
+    return record
+
+
+class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
+    """Joins clicks (left) to impressions (right) by impression id; see the module docstring."""
+
+    def init(self, context: Any) -> None:
+        """Read the config; rebuild the join, registry and watermarks over the restored stores."""
+        config = context.config
+        self.clicks = config.get_str("join.clicks.stream", "clicks")
+        self.impressions = config.get_str("join.impressions.stream", "impressions")
+        inputs = input_streams(config)
+        if sorted(inputs) != sorted([self.clicks, self.impressions]):
+            msg = (
+                f"task.inputs ({', '.join(inputs)}) must be the clicks stream '{self.clicks}' and "
+                f"the impressions stream '{self.impressions}' (join.clicks.stream, join.impressions.stream)"
+            )
+            raise ValueError(msg)
+        state = context.get_store("join-state")
+        self.time = EventTime(state, inputs, config.get_int("join.allowed.lateness.ms", 10_000))
+        self.registry = JoinRegistry(
+            state,
+            config.get_int("join.registry.retention.ms", 86_400_000),
+            namespace=b"reg",
+            metrics=context.metrics,
+        )
+        self.join = StreamStreamJoin(
+            context.get_store("click-buffer"),
+            context.get_store("impression-buffer"),
+            context.get_store("join-expiry"),
+            self.time.watermark,
+            joined_record,
+            window_before_ms=config.get_int("join.window.before.ms", 120_000),
+            window_after_ms=config.get_int("join.window.after.ms", 5_000),
+            grace_ms=config.get_int("join.grace.ms", 0),
+            kind="left",
+            metrics=context.metrics,
+        )
+        self.output = SystemStream.parse(config.get_str("join.output.stream", "kafka.ad-clicks-joined"))
+        self.unjoined = SystemStream.parse(config.get_str("join.unjoined.stream", "kafka.unjoined-clicks"))
+        self.duplicates = context.metrics.counter("duplicate-clicks")
+        self.joined_count = context.metrics.counter("joined-clicks")
+        self.unjoined_count = context.metrics.counter("unjoined-clicks")
+        context.metrics.gauge("watermark", lambda: self.time.watermark.current)
+
+    def process(self, envelope, collector, coordinator) -> None:
+        """Buffer and match a click or an impression; move the watermark on control records."""
+        control = control_of(envelope)
+        if control is not None:
+            source = envelope.stream
+            advanced = (
+                self.time.end(source)
+                if control.kind == END_OF_STREAM
+                else self.time.advance(source, control.watermark)
+            )
+            if advanced:
+                self._expire(collector)
+            return
+        event = envelope.message
+        key = envelope.key.encode()
+        if envelope.stream == self.clicks:
+            results = self.join.add_left(key, event["ts"], event, event["click_id"])
+        else:
+            results = self.join.add_right(key, event["ts"], event, event["impression_id"])
+        self._decide(results, collector)
+        self.time.advance(envelope.stream, event["ts"])
+
+    def window(self, collector, coordinator) -> None:
+        """Expire closed join windows (unjoined clicks out) and collect old registry entries."""
+        self._expire(collector)
+        self.registry.gc()
+
+    def _expire(self, collector) -> None:
+        self._decide(self.join.expire(), collector)
+
+    def _decide(self, results: list[JoinResult], collector) -> None:
+        """Send each result whose click id is not decided yet, and register it as decided."""
+        for result in results:
+            click = result.left
+            if not self.registry.try_register(click["click_id"], result.left_time):
+                self.duplicates.inc()
+                continue
+            if result.right is None:
+                self.unjoined_count.inc()
+                stream = self.unjoined
+            else:
+                self.joined_count.inc()
+                stream = self.output
+            collector.send(
+                OutgoingMessageEnvelope(stream, key=result.key.decode(), message=result.value, id=result.id)
+            )
