@@ -51,6 +51,14 @@ STORE_FACTORY_ALIASES = {
     "org.apache.samza.storage.kv.inmemory.InMemoryKeyValueStorageEngineFactory": "inmemory",
     "org.apache.samza.storage.kv.InMemoryKeyValueStorageEngineFactory": "inmemory",
 }
+_SAMZA_REPORTERS = "org.apache.samza.metrics.reporter."
+#: Accepted ``metrics.reporter.<reporter>.class`` values -> canonical reporter kind. JMX has no
+#: Python counterpart: a ``jmx`` reporter is skipped with a warning.
+REPORTER_CLASS_ALIASES = {
+    **{kind: kind for kind in ("snapshot", "prometheus", "log", "jmx")},
+    _SAMZA_REPORTERS + "MetricsSnapshotReporterFactory": "snapshot",
+    _SAMZA_REPORTERS + "JmxReporterFactory": "jmx",
+}
 #: Accepted ``systems.<system>.samza.factory`` values.
 SYSTEM_FACTORY_ALIASES = {
     "kafka": "kafka",
@@ -214,6 +222,38 @@ class BootstrapType(ValueType):
 
 
 @dataclass(frozen=True)
+class NamesType(ValueType):
+    """A comma-separated list of names without dots (each becomes a key segment); may be empty.
+
+    >>> NamesType("").parse("snapshot, prom,snapshot")
+    ('snapshot', 'prom')
+    """
+
+    def parse(self, raw: str) -> tuple[str, ...]:
+        """The names, in order, without duplicates."""
+        names = parse_list(raw)
+        if any("." in n for n in names):
+            raise ValueError(raw)
+        return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class PortType(ValueType):
+    """A TCP port number, 0 to 65535 (0: any free port).
+
+    >>> PortType("").parse("9404")
+    9404
+    """
+
+    def parse(self, raw: str) -> int:
+        """The port."""
+        number = parse_int(raw)
+        if not 0 <= number <= 65535:
+            raise ValueError(raw)
+        return number
+
+
+@dataclass(frozen=True)
 class IgnoredType(ValueType):
     """A Samza key that samzapy accepts and does not use (a warning is logged)."""
 
@@ -244,6 +284,11 @@ SYSTEM_FACTORY = ChoiceType(
     "kafka or org.apache.samza.system.kafka.KafkaSystemFactory", SYSTEM_FACTORY_ALIASES
 )
 BOOTSTRAP = BootstrapType("'embedded' or a comma-separated list of host:port")
+REPORTER_CLASS = ChoiceType(
+    "snapshot, prometheus, log, or a Samza reporter factory class such as "
+    "org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory",
+    REPORTER_CLASS_ALIASES,
+)
 ANY = ValueType("any value")
 IGNORED = IgnoredType("any value (ignored by samzapy)")
 
@@ -326,6 +371,7 @@ _JOB, _TASK, _SYS, _STREAM, _SERDE, _STORE, _METRICS, _SAMZA = (
 _S = "systems.<system>."
 _T = "systems.<system>.streams.<stream>."
 _ST = "stores.<store>."
+_R = "metrics.reporter.<reporter>."
 
 #: Every key samzapy reads, in documentation order.
 KEYS: tuple[KeySpec, ...] = (
@@ -579,7 +625,53 @@ KEYS: tuple[KeySpec, ...] = (
         "How the store is rebuilt from its changelog: in the container, or by Spark for large backlogs.",
         _STORE,
     ),
-    _key("metrics.*", ANY, None, "Metrics reporters settings; accepted as they are for now.", _METRICS),
+    _key(
+        "metrics.reporters",
+        NamesType("a comma-separated list of reporter names (without dots)"),
+        None,
+        "The metrics reporters to run; each is configured with `metrics.reporter.<reporter>.*`.",
+        _METRICS,
+    ),
+    _key(
+        _R + "class",
+        REPORTER_CLASS,
+        "the reporter's name, if it is snapshot, prometheus or log",
+        "The reporter's kind: a periodic JSON snapshot to a stream, a Prometheus endpoint with "
+        "`/health`, or a log line. Samza's JMX reporter is accepted and skipped with a warning.",
+        _METRICS,
+    ),
+    _key(
+        _R + "stream",
+        STREAM,
+        None,
+        "Snapshot reporter: the stream its JSON snapshots go to (e.g. kafka.metrics); required.",
+        _METRICS,
+    ),
+    _key(
+        _R + "interval.seconds",
+        _int(1),
+        "60",
+        "Snapshot and log reporters: seconds between two reports (one more is sent at stop).",
+        _METRICS,
+    ),
+    _key(_R + "interval", _int(1), "60", "Samza's name for `interval.seconds`.", _METRICS),
+    _key(
+        _R + "port",
+        PortType("a port number from 0 to 65535"),
+        "9404",
+        "Prometheus reporter: the HTTP port serving `/metrics` and `/health`; 0 picks a free one "
+        "(logged). Give each container on one host its own.",
+        _METRICS,
+    ),
+    _key(_R + "host", STRING, "0.0.0.0", "Prometheus reporter: the address the HTTP server binds.", _METRICS),
+    _key(
+        "metrics.*",
+        ANY,
+        None,
+        "Other metrics settings (such as Samza's `metrics.timer.*`): accepted and unused. Keys under "
+        "`metrics.reporter.` must be among those above.",
+        _METRICS,
+    ),
     *(
         _key(name, IGNORED, None, "Accepted for Samza compatibility, not used (a warning is logged).", _SAMZA)
         for name in (

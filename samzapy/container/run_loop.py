@@ -33,12 +33,14 @@ from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskIns
 from samzapy.context import StoreContext
 from samzapy.crashpoints import crash_point
 from samzapy.errors import KafkaSystemError, SamzapyError
+from samzapy.health import ContainerStatus
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
 from samzapy.kafka.producer import Producer
 from samzapy.kafka.reading import reader_consumer
 from samzapy.kafka.settings import client_settings
 from samzapy.metrics import MetricsRegistry
+from samzapy.reporters import Reporters, register_container_gauges
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
@@ -84,6 +86,9 @@ class Container:
         self._producer: Producer | None = None
         self._inputs: Inputs | None = None
         self._admin: TopicAdmin | None = None
+        self._window_ns = self.metrics.counter("window-ns")
+        self.status = ContainerStatus()  # for /health
+        self.reporters = Reporters.from_config(config, job, self.registry, self.status, container_id)
 
     # ----------------------------------------------------------------- lifecycle
     def run(self) -> int:
@@ -91,7 +96,8 @@ class Container:
         self._install_signal_handlers()
         try:
             self._start()
-        except SamzapyError:
+        except SamzapyError as error:
+            self.status.failed(str(error))
             self._close(commit=False)
             raise
         code = 0
@@ -100,6 +106,7 @@ class Container:
             self._commit()
         except MessageFailure as failure:
             code = 1
+            self.status.failed(str(failure))
             if failure.safe_to_commit:
                 self._commit()
                 log.error("%s\nstopped after committing every message before it", failure)
@@ -112,8 +119,9 @@ class Container:
             self._close(commit=False)
             self._log_summary()
             return code
-        except Exception:
+        except Exception as error:
             log.exception("the container failed; nothing since the last commit is committed")
+            self.status.failed(f"{type(error).__name__}: {error}")
             self._close(commit=False)
             raise
         self._close(commit=False)
@@ -140,9 +148,11 @@ class Container:
         job = self.job
         consumer_servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
         producer_servers = resolve_bootstrap_servers(job.producer_bootstrap_servers)
+        self.reporters.start(producer_servers)
         self._admin = TopicAdmin(producer_servers)
         task_count, input_counts = self._input_partition_counts()
         mine = [p for p in range(task_count) if p % job.container_count == self.container_id]
+        self.status.restoring(task_name_for(p) for p in mine)
         self._producer = Producer(producer_servers, job.producer_overrides)
         self._admin.ensure_topic(
             job.checkpoint_topic, 1, compact=True, replication_factor=job.replication_factor
@@ -190,6 +200,8 @@ class Container:
             task.offsets.update(
                 {p.ssp: p.start_offset for p in self._inputs.partitions.values() if p.task is task}
             )
+        register_container_gauges(self.registry, self.tasks, self._inputs)
+        self.status.running()
 
     def _input_partition_counts(self) -> tuple[int, dict[SystemStream, int]]:
         counts: dict[SystemStream, int] = {}
@@ -323,7 +335,9 @@ class Container:
             if window_s is not None:
                 for task in self.tasks:
                     if now - task.last_window >= window_s:
+                        started = time.perf_counter_ns()
                         task.window()
+                        self._window_ns.inc(time.perf_counter_ns() - started)
             if now - last_commit >= commit_s or any(t.coordinator.commit_requested for t in self.tasks):
                 self._commit()
                 last_commit = time.monotonic()
@@ -388,6 +402,8 @@ class Container:
         if self._admin is not None:
             self._admin.close()
         self._write_metrics()
+        self.status.stopped()
+        self.reporters.stop()
 
     def _write_metrics(self) -> None:
         if self.metrics_path is None:

@@ -1,0 +1,95 @@
+"""What a container is doing, for ``/health``: restoring, running, failed or stopped.
+
+The container sets the status at its transitions (from its own thread); the HTTP server of
+the Prometheus reporter reads it from another, so every access takes a lock. Reading costs a
+dict copy: health checks never slow the run loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+RESTORING = "restoring"
+RUNNING = "running"
+FAILED = "failed"
+STOPPED = "stopped"
+STATUSES = (RESTORING, RUNNING, FAILED, STOPPED)
+
+
+class ContainerStatus:
+    """The status of a container and of each of its tasks.
+
+    A container is ``restoring`` from its start until every task's stores are restored and
+    input starts flowing, then ``running``; ``failed`` when the job stopped on an error (the
+    error text is kept), ``stopped`` after a clean stop. ``failed`` is final: a later
+    :meth:`stopped` keeps it.
+
+    >>> status = ContainerStatus()
+    >>> status.restoring(["Partition 0"]); status.running(); status.failed("boom"); status.stopped()
+    >>> status.snapshot()["status"], status.snapshot()["tasks"], status.healthy
+    ('failed', {'Partition 0': 'failed'}, False)
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._status = RESTORING
+        self._tasks: dict[str, str] = {}
+        self._error: str | None = None
+        self._since = time.time()
+
+    def restoring(self, tasks: Iterable[str]) -> None:
+        """Start-up: these tasks are having their stores restored."""
+        with self._lock:
+            self._tasks = dict.fromkeys(tasks, RESTORING)
+            self._set(RESTORING)
+
+    def running(self) -> None:
+        """Every task is restored and processing."""
+        self._all(RUNNING)
+
+    def failed(self, error: str) -> None:
+        """The container stopped on ``error`` (final)."""
+        with self._lock:
+            self._error = error
+        self._all(FAILED)
+
+    def stopped(self) -> None:
+        """The container stopped cleanly (unless it failed before)."""
+        with self._lock:
+            if self._status == FAILED:
+                return
+        self._all(STOPPED)
+
+    def _all(self, status: str) -> None:
+        with self._lock:
+            self._tasks = dict.fromkeys(self._tasks, status)
+            self._set(status)
+
+    def _set(self, status: str) -> None:
+        if status != self._status:
+            self._status = status
+            self._since = time.time()
+
+    @property
+    def status(self) -> str:
+        """The container's status, one of :data:`STATUSES`."""
+        with self._lock:
+            return self._status
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the container is running (``/health`` answers 200 then, 503 otherwise)."""
+        return self.status == RUNNING
+
+    def snapshot(self) -> dict[str, Any]:
+        """``{status, since (epoch s), tasks: {task: status}, error}``."""
+        with self._lock:
+            return {
+                "status": self._status,
+                "since": round(self._since, 3),
+                "tasks": dict(self._tasks),
+                "error": self._error,
+            }

@@ -1,0 +1,113 @@
+"""Metrics reporters, configured as in Samza (``metrics.reporters=NAME,...``,
+``metrics.reporter.NAME.class=...``):
+
+* ``snapshot`` (``org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory``): a JSON
+  snapshot in Samza's ``MetricsSnapshot`` shape to ``metrics.reporter.NAME.stream`` every
+  ``interval.seconds``;
+* ``prometheus``: ``/metrics`` and ``/health`` on ``metrics.reporter.NAME.port``;
+* ``log``: one log line of every metric every ``interval.seconds``.
+
+Every reporter reads the container's :class:`~samzapy.metrics.MetricsRegistry` when it
+reports; none adds work to the run loop. :class:`Reporters` starts and stops them all.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from samzapy.config import Config, JobConfig
+from samzapy.health import ContainerStatus
+from samzapy.metrics import MetricsRegistry
+from samzapy.reporters.config import ReporterSpec, reporter_specs
+from samzapy.reporters.container_metrics import register_container_gauges
+from samzapy.reporters.periodic import LogReporter, ReportSource, SnapshotReporter, snapshot_message
+from samzapy.reporters.prometheus import MetricsHttpServer, RegistryCollector
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "LogReporter",
+    "MetricsHttpServer",
+    "RegistryCollector",
+    "ReportSource",
+    "ReporterSpec",
+    "Reporters",
+    "SnapshotReporter",
+    "register_container_gauges",
+    "reporter_specs",
+    "snapshot_message",
+]
+
+
+def container_name(container_id: int) -> str:
+    """Samza's container naming: ``samzapy-container-<id>``."""
+    return f"samzapy-container-{container_id}"
+
+
+class Reporters:
+    """The reporters of one container.
+
+    Built from the configuration when the container is built (config problems are raised
+    before anything connects); :meth:`start` binds the HTTP ports first, so that ``/health``
+    answers while the stores restore, then connects the snapshot reporters.
+    """
+
+    def __init__(
+        self,
+        specs: list[ReporterSpec],
+        registry: MetricsRegistry,
+        status: ContainerStatus,
+        source: ReportSource,
+        replication_factor: int = 1,
+    ) -> None:
+        self.specs = specs
+        self.registry = registry
+        self.status = status
+        self.source = source
+        self.replication_factor = replication_factor
+        self.running: list[Any] = []
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        job: JobConfig,
+        registry: MetricsRegistry,
+        status: ContainerStatus,
+        container_id: int = 0,
+    ) -> Reporters:
+        """The reporters ``config`` asks for (raises ``ConfigError`` listing every problem)."""
+        source = ReportSource(job.job_name, job.job_id, container_name(container_id))
+        return cls(reporter_specs(config, job), registry, status, source, job.replication_factor)
+
+    def start(self, bootstrap_servers: str) -> None:
+        """Start every reporter: HTTP servers first, then the periodic ones."""
+        for spec in sorted(self.specs, key=lambda s: s.kind != "prometheus"):
+            reporter: Any
+            if spec.kind == "prometheus":
+                reporter = MetricsHttpServer(spec, self.registry, self.status, self.source)
+            elif spec.kind == "snapshot":
+                reporter = SnapshotReporter(
+                    spec, self.registry, self.source, bootstrap_servers, self.replication_factor
+                )
+            else:
+                reporter = LogReporter(spec, self.registry, self.source)
+            reporter.start()
+            self.running.append(reporter)
+
+    def http_port(self) -> int | None:
+        """The port of the first Prometheus reporter, if one runs."""
+        for reporter in self.running:
+            if isinstance(reporter, MetricsHttpServer):
+                return reporter.port
+        return None
+
+    def stop(self) -> None:
+        """Stop every reporter (periodic ones send a last report); never raises."""
+        for reporter in reversed(self.running):
+            try:
+                reporter.stop()
+            except Exception:
+                log.exception("stopping metrics reporter '%s' failed", reporter.spec.name)
+        self.running = []
