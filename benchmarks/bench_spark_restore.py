@@ -1,0 +1,171 @@
+"""Restore benchmark: sequential restore (the stores' own) vs Spark bulk restore, same changelog.
+
+Starts a dev broker on a free port, produces a changelog of N records (default 1,000,000;
+~100-byte values, 4 partitions, keys drawn from N/2 so that there are overwrites, 5 %
+tombstones), then times:
+
+- sequential: ``StorageEngine.restore(K)`` of each partition into an empty directory, one after
+  the other (what a container does for its tasks);
+- Spark: :func:`samzapy.spark.bulk_restore.restore_stores` into another directory, with the
+  Spark session's start-up timed apart from the restore job;
+
+checks that both give the same items, and prints a table (records/s and MB/s of changelog
+read; the Spark rows exclude start-up, which is shown on its own line).
+
+Usage: ``.venv/bin/python benchmarks/bench_spark_restore.py [records] [master]``
+(default 1,000,000 and ``local[*]``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
+from samzapy.config import Config, parse_job_config
+from samzapy.kafka import broker as dev_broker
+from samzapy.kafka.admin import TopicAdmin
+from samzapy.kafka.producer import Producer
+from samzapy.metrics import MetricsGroup
+from samzapy.stores.changelog import KafkaChangelog
+from samzapy.stores.factory import build_store
+from samzapy.stores.rocksdb import RocksDBStore
+
+PARTITIONS = 4
+TOPIC = "bench-spark-restore-changelog"
+
+
+class NoProducer:
+    """Restore to the last offset trims nothing, so nothing is produced."""
+
+    def send(self, *args: object, **kwargs: object) -> None:
+        raise AssertionError("unexpected trim write")
+
+    def acked_offset(self, topic: str, partition: int) -> None:
+        return None
+
+
+def produce(servers: str, n: int) -> dict[int, int]:
+    with TopicAdmin(servers) as admin:
+        admin.ensure_topic(TOPIC, PARTITIONS, compact=True)
+    producer = Producer(servers, {"linger_ms": 50})
+    rng = random.Random(1)
+    pad = b"v" * 90
+    started = time.perf_counter()
+    for i in range(n):
+        key = b"key-%09d" % rng.randrange(max(1, n // 2))
+        value = None if rng.random() < 0.05 else b"%09d" % i + pad
+        producer.send(TOPIC, key, value, partition=key[-1] % PARTITIONS)
+    producer.flush()
+    offsets = {p: producer.acked_offset(TOPIC, p) for p in range(PARTITIONS)}
+    producer.close()
+    print(f"produced {n:,} changelog records in {time.perf_counter() - started:.1f}s")
+    return offsets
+
+
+def job_config(servers: str, base: Path) -> Config:
+    return Config.from_dict(
+        {
+            "job.name": "bench-spark-restore",
+            "task.class": "samzapy.task:StreamTask",
+            "task.inputs": "kafka.unused",
+            "systems.kafka.consumer.bootstrap.servers": servers,
+            "stores.bench.factory": "rocksdb",
+            "stores.bench.changelog": f"kafka.{TOPIC}",
+            "job.logged.store.base.dir": str(base),
+        }
+    )
+
+
+def sequential(job, servers: str, base: Path, offsets: dict[int, int]) -> tuple[float, int, int]:
+    records = size = 0
+    started = time.perf_counter()
+    for partition, k in offsets.items():
+        changelog = KafkaChangelog(TOPIC, partition, NoProducer(), servers)
+        store = build_store(
+            job.stores["bench"],
+            partition=partition,
+            base_dir=base,
+            key_serde=None,
+            msg_serde=None,
+            changelog=changelog,
+            metrics=MetricsGroup("bench"),
+        )
+        stats = store.restore(k, trusted_local=False)
+        records += stats.restored_messages
+        size += stats.restored_bytes
+        store.close()
+    return time.perf_counter() - started, records, size
+
+
+def items(path: Path) -> list[tuple[bytes, bytes]]:
+    store = RocksDBStore(path)
+    try:
+        with store.all() as entries:
+            return [(e.key, e.value) for e in entries]
+    finally:
+        store.close()
+
+
+def row(what: str, seconds: float, records: int, size: int) -> str:
+    return (
+        f"| {what:<38} | {seconds:8.1f} | {records:>11,} | {records / seconds:>11,.0f} | "
+        f"{size / 1e6 / seconds:7.1f} |"
+    )
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    master = sys.argv[2] if len(sys.argv) > 2 else None
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    from samzapy.spark.bulk_restore import restore_stores
+    from samzapy.spark.session import get_spark
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        info = dev_broker.start(port=dev_broker.free_port(), state_dir=root / "broker")
+        try:
+            servers = info.bootstrap_servers
+            offsets = produce(servers, n)
+            job = parse_job_config(job_config(servers, root / "sequential"))
+            producer = Producer(servers)
+            writer = CheckpointWriter(producer, job.checkpoint_topic)
+            for p, k in offsets.items():
+                writer.write(TaskCheckpoint(f"Partition {p}", {}, {"bench": k}))
+            producer.flush()
+            producer.close()
+            seq_s, seq_records, seq_bytes = sequential(job, servers, root / "sequential", offsets)
+            spark, start_s = get_spark(master, "samzapy-bench")
+            spark.sparkContext.setLogLevel("ERROR")
+            first = restore_stores(job, root / "spark-1", master=master)
+            second = restore_stores(job, root / "spark-2", master=master)
+            for p in range(PARTITIONS):
+                name = f"Partition_{p}"
+                expected = items(root / "sequential" / "bench" / name)
+                assert items(root / "spark-2" / "bench" / name) == expected, f"partition {p} differs"
+        finally:
+            dev_broker.stop(root / "broker")
+    cores = spark.sparkContext.defaultParallelism
+    print(
+        f"\nchangelog: {n:,} records, {PARTITIONS} partitions; Spark master {spark.sparkContext.master} "
+        f"({cores} cores); identical store contents checked\n"
+    )
+    print("| restore                                |        s |     records |   records/s |    MB/s |")
+    print("|----------------------------------------|---------:|------------:|------------:|--------:|")
+    print(row("sequential (StorageEngine.restore x4)", seq_s, seq_records, seq_bytes))
+    for label, stats in (("Spark, 1st run (cold Python workers)", first), ("Spark, 2nd run", second)):
+        work = stats.total_s - stats.spark_start_s
+        print(row(label, work, stats.records, stats.bytes))
+        print(
+            f"|   of which Spark job {stats.spark_job_s:5.1f}s, ingest {stats.ingest_s:4.1f}s"
+            f"{'':<10}|          |             |             |         |"
+        )
+    print(f"\nSpark session start-up (not in the rows above): {start_s:.1f}s")
+
+
+if __name__ == "__main__":
+    main()
