@@ -87,7 +87,7 @@ SPEC = AdSpec(impressions=3_000, click_rate=0.3, duplicate_rate=0.15, orphan_cli
 
 
 def test_every_click_joined_once_and_orphans_unjoined(tmp_path, broker):
-    config, topics = setup(tmp_path, broker, "clean")
+    config, topics = setup(tmp_path, broker, "ad-clean")
     impressions, clicks = ads(SPEC)
     produce_json(broker, topics["impressions"], PARTITIONS, impressions)
     produce_json(broker, topics["clicks"], PARTITIONS, clicks)
@@ -112,7 +112,7 @@ def test_every_click_joined_once_and_orphans_unjoined(tmp_path, broker):
 def test_kill9_neither_loses_nor_doubles_a_join(tmp_path, broker):
     seed = random.randrange(1 << 30)
     spec = AdSpec(impressions=12_000, click_rate=0.3, duplicate_rate=0.15, orphan_clicks=100, seed=6)
-    config, topics = setup(tmp_path, broker, "crash")
+    config, topics = setup(tmp_path, broker, "ad-crash")
     impressions, clicks = ads(spec)
 
     def feed(chunk: list) -> None:

@@ -116,7 +116,7 @@ SPEC = PageViewSpec(count=8_000, users=40, pages=30, seed=11, disorder_ms=300_00
 
 
 def test_counts_per_user_per_hour_are_exact_with_late_views_counted_and_sent_aside(tmp_path, broker):
-    repartition, counter, topics = setup_pipeline(tmp_path, broker, "clean", SPEC)
+    repartition, counter, topics = setup_pipeline(tmp_path, broker, "pv-clean", SPEC)
     metrics = tmp_path / "counter-metrics.json"
 
     run_to_end(repartition)
@@ -137,7 +137,7 @@ def test_kill9_of_both_stages_loses_and_doubles_nothing(tmp_path, broker):
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     spec = PageViewSpec(count=30_000, users=40, pages=30, seed=12, disorder_ms=300_000, late_fraction=0.03)
-    repartition, counter, topics = setup_pipeline(tmp_path, broker, "crash", spec, feed=False)
+    repartition, counter, topics = setup_pipeline(tmp_path, broker, "pv-crash", spec, feed=False)
     metrics = tmp_path / "counter-metrics.json"
     feeder = Feeder(
         lambda chunk: produce_json(broker, topics["pageviews"], PARTITIONS, chunk),
