@@ -162,3 +162,63 @@ def test_kill9_of_both_stages_loses_and_doubles_nothing(tmp_path, broker):
     assert metric_sum(read_metrics(metrics), "task.", "late-messages-total") == len(want_late), context
     assert_never_goes_back(committed_store_values(broker, counter, "pageview-counts", b"et\x00wm"))
     assert_never_goes_back(committed_store_values(broker, repartition, "repartition-progress", b"rp\x00wm"))
+
+
+def expected_sessions(views: list[dict], gap: int) -> dict[str, dict]:
+    """Sessions per user computed offline: sorted times, split where two are gap or more apart."""
+    times: dict[str, list[int]] = defaultdict(list)
+    for view in views:
+        times[view["user_id"]].append(view["ts"])
+    sessions = {}
+    for user, ts in times.items():
+        ts.sort()
+        start = prev = ts[0]
+        n = 0
+        for t in [*ts, None]:
+            if t is not None and t - prev < gap:
+                n += 1
+                prev = t
+                continue
+            end = prev + gap
+            sessions[window_id(user.encode(), start, end)] = {
+                "user_id": user,
+                "window_start": start,
+                "window_end": end,
+                "count": n,
+            }
+            if t is not None:
+                start = prev = t
+                n = 1
+    return sessions
+
+
+def test_session_windows_end_to_end_merge_and_split_like_offline_sessionization(tmp_path, broker):
+    gap = 120_000
+    spec = PageViewSpec(count=4_000, users=30, pages=10, seed=13, disorder_ms=20_000)
+    views = [v for _, v in pageviews(spec)]
+    topics = {name: f"{name}-sessions" for name in ("by-user", "sessions")}
+    produce_json(broker, topics["by-user"], PARTITIONS, ((v["user_id"].encode(), v) for v in views))
+    produce_end_of_stream(broker, topics["by-user"])
+    counter = job_config(
+        tmp_path,
+        broker,
+        "pageview-counter.properties",
+        "sessions",
+        {
+            "task.inputs": f"kafka.{topics['by-user']}",
+            "window.output.stream": f"kafka.{topics['sessions']}",
+            "window.type": "session",
+            "window.gap.ms": str(gap),
+            "window.allowed.lateness.ms": "60000",
+            "watermark.upstream.tasks": "0",  # the input is keyed by user already
+        },
+    )
+
+    run_to_end(counter)
+
+    unique = dedup_by_id(outputs(broker, topics["sessions"]))
+    got = {rid: orjson.loads(r.value) for rid, r in unique.items()}
+    want = expected_sessions(views, gap)
+    assert got == want
+    counts = Counter(s["count"] for s in want.values())
+    assert counts[1] and sum(n for n in counts if n > 1)  # both lone views and merged sessions
