@@ -81,9 +81,11 @@ def run(
 
 def _attach_optional_commands() -> None:
     from samzapy.cli_broker import broker
+    from samzapy.cli_checkpoint import checkpoint
     from samzapy.generate import generate
 
     main.add_command(broker)
+    main.add_command(checkpoint)
     main.add_command(generate)
 
 
