@@ -91,7 +91,7 @@ def _reporter(config: Config, job: JobConfig, name: str, problems: list[str]) ->
         return None
     if kind == "jmx":
         log.warning(
-            "metrics reporter '%s' is Samza's JMX reporter, which samzapy has no counterpart of: skipped",
+            "metrics reporter '%s' is Samza's JMX reporter, which has no Python counterpart: skipped",
             name,
         )
         return None
