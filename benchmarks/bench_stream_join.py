@@ -1,0 +1,178 @@
+"""Stream-stream join (ad clicks to impressions): throughput, and latency from event append
+to joined output.
+
+Starts its own dev broker and runs the ad-click-join job (``config/ad-click-join.properties``)
+twice:
+
+1. **throughput**: N impressions and their clicks (30% click rate, 10% duplicate clicks,
+   orphans) are produced first, with end-of-stream markers; the job runs with
+   ``--exit-at-end``. Rate = input events / processing time (start-up excluded, shown apart).
+2. **latency**: the job runs live while impressions and clicks are produced at ``--rate``
+   events/s; latency of a joined record = its append time (the job's producer timestamp)
+   minus the append time of the later of its impression and (first) click. p50/p99/max.
+
+    python benchmarks/bench_stream_join.py --impressions 200000 --rate 2000 --seconds 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+from kafka import TopicPartition
+
+from samzapy.config import load_config
+from samzapy.generate import AdSpec, ads, produce_end_of_stream, produce_json
+from samzapy.kafka import broker as dev_broker
+from samzapy.kafka.producer import Producer
+from samzapy.kafka.reading import read_partition, reader_consumer
+
+CONFIG = Path(__file__).parents[1] / "config" / "ad-click-join.properties"
+PARTITIONS = 4
+
+
+def write_config(tmp: str, servers: str, tag: str) -> Path:
+    props = dict(load_config(CONFIG))
+    for key, value in list(props.items()):
+        if key.endswith(".changelog"):
+            props[key] = f"{value}-{tag}"
+    props.update(
+        {
+            "job.name": f"bench-join-{tag}",
+            "task.inputs": f"kafka.imp-{tag},kafka.clk-{tag}",
+            "join.impressions.stream": f"imp-{tag}",
+            "join.clicks.stream": f"clk-{tag}",
+            "join.output.stream": f"kafka.joined-{tag}",
+            "join.unjoined.stream": f"kafka.unjoined-{tag}",
+            "systems.kafka.consumer.bootstrap.servers": servers,
+            "systems.kafka.producer.bootstrap.servers": servers,
+            "job.logged.store.base.dir": f"{tmp}/state-{tag}",
+        }
+    )
+    path = Path(tmp) / f"join-{tag}.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+def read_all(servers: str, topic: str) -> list:
+    consumer = reader_consumer(servers)
+    try:
+        return [
+            r
+            for p in range(PARTITIONS)
+            for b in read_partition(consumer, TopicPartition(topic, p), 0)
+            for r in b
+        ]
+    finally:
+        consumer.close()
+
+
+def throughput(tmp: str, servers: str, impressions: int) -> None:
+    imps, clicks = ads(
+        AdSpec(impressions=impressions, orphan_clicks=impressions // 100, span_ms=4 * 3_600_000)
+    )
+    produce_json(servers, "imp-tp", PARTITIONS, imps)
+    produce_json(servers, "clk-tp", PARTITIONS, clicks)
+    for topic in ("imp-tp", "clk-tp"):
+        produce_end_of_stream(servers, topic)
+    config = write_config(tmp, servers, "tp")
+    started = time.perf_counter()
+    ready = None
+    with subprocess.Popen(
+        [sys.executable, "-m", "samzapy", "run", str(config), "--exit-at-end"],
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as job:
+        for line in job.stderr:
+            if ready is None and "starts at offset" in line:
+                ready = time.perf_counter() - started
+        if job.wait() != 0:
+            raise SystemExit("the join job failed")
+    total = time.perf_counter() - started
+    events = len(imps) + len(clicks)
+    joined = len(read_all(servers, "joined-tp"))
+    busy = total - (ready or 0.0)
+    print(f"throughput: {len(imps):,} impressions + {len(clicks):,} clicks -> {joined:,} joined")
+    print(f"  start-up {ready or 0:.1f} s; processing {busy:.1f} s -> {events / busy:,.0f} events/s")
+
+
+def latency(tmp: str, servers: str, rate: int, seconds: int) -> None:
+    count = rate * seconds // 2  # about as many clicks+duplicates+orphans as 0.4 x impressions
+    imps, clicks = ads(
+        AdSpec(impressions=int(count / 1.35), span_ms=seconds * 1000, max_click_delay_ms=2_000)
+    )
+    for topic in ("imp-lat", "clk-lat"):
+        produce_json(servers, topic, PARTITIONS, [])
+    config = write_config(tmp, servers, "lat")
+    job = subprocess.Popen(
+        [sys.executable, "-m", "samzapy", "run", str(config)],
+        stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(5)  # start-up
+        events = sorted(
+            [(v["ts"], "imp-lat", k, v) for k, v in imps] + [(v["ts"], "clk-lat", k, v) for k, v in clicks],
+            key=lambda e: e[0],
+        )
+        producer = Producer(servers)
+        started = time.perf_counter()
+        base = events[0][0]
+        span = (events[-1][0] - base) or 1
+        for n, (ts, topic, key, value) in enumerate(events):
+            due = started + (ts - base) / span * seconds
+            if n % 100 == 0 and due > time.perf_counter():
+                time.sleep(due - time.perf_counter())
+            producer.send(topic, key, orjson.dumps(value))
+        producer.flush()
+        producer.close()
+        time.sleep(5)  # let the job catch up
+    finally:
+        job.send_signal(signal.SIGTERM)
+        job.wait(timeout=60)
+    appended: dict[str, int] = {}
+    for record in read_all(servers, "imp-lat"):
+        appended.setdefault(orjson.loads(record.value)["impression_id"], record.timestamp)
+    for record in read_all(servers, "clk-lat"):
+        appended.setdefault(orjson.loads(record.value)["click_id"], record.timestamp)
+    latencies = sorted(
+        r.timestamp - max(appended[v["impression_id"]], appended[v["click_id"]])
+        for r in read_all(servers, "joined-lat")
+        for v in [orjson.loads(r.value)]
+    )
+    if not latencies:
+        raise SystemExit("no joined output")
+
+    def pct(p: float) -> int:
+        return latencies[min(len(latencies) - 1, int(p * len(latencies)))]
+
+    print(f"latency at ~{len(events) / seconds:,.0f} events/s for {seconds} s: {len(latencies):,} joins")
+    print(f"  p50 {pct(0.5)} ms, p99 {pct(0.99)} ms, max {latencies[-1]} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--impressions", type=int, default=200_000)
+    parser.add_argument("--rate", type=int, default=2_000, help="events/s for the latency run")
+    parser.add_argument("--seconds", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        info = dev_broker.start(port=dev_broker.free_port(), state_dir=Path(tmp) / "broker")
+        try:
+            servers = info.bootstrap_servers
+            throughput(tmp, servers, args.impressions)
+            latency(tmp, servers, args.rate, args.seconds)
+        finally:
+            dev_broker.stop(Path(tmp) / "broker")
+
+
+if __name__ == "__main__":
+    main()
