@@ -14,6 +14,7 @@ reports; none adds work to the run loop. :class:`Reporters` starts and stops the
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from samzapy.config import Config, JobConfig
@@ -78,7 +79,9 @@ class Reporters:
         container_id: int = 0,
     ) -> Reporters:
         """The reporters ``config`` asks for (raises ``ConfigError`` listing every problem)."""
-        source = ReportSource(job.job_name, job.job_id, container_name(container_id))
+        source = ReportSource(
+            job.job_name, job.job_id, container_name(container_id), reset_time_ms=int(time.time() * 1000)
+        )
         return cls(reporter_specs(config, job), registry, status, source, job.replication_factor)
 
     def start(self, bootstrap_servers: str) -> None:

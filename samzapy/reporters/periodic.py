@@ -53,7 +53,8 @@ def registry_snapshot(registry: MetricsRegistry) -> dict[str, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class ReportSource:
-    """Who reports: the header fields shared by every snapshot of a container."""
+    """Who reports: the header fields shared by every snapshot of a container
+    (``reset_time_ms``: when the container started, Samza's ``reset-time``)."""
 
     job_name: str
     job_id: str

@@ -347,3 +347,14 @@ def test_container_gauges_sum_tasks_and_read_lag_from_the_consumer() -> None:
     assert snapshot["input.kafka.in.0"] == {"offset": 40, "high-watermark": 50, "lag": 10}
     tasks[0].offsets[ssp] = 50
     assert registry.snapshot()["input.kafka.in.0"]["lag"] == 0
+
+
+def test_reporters_from_config_name_the_container_and_its_start() -> None:
+    config = Config.from_dict({**BASE, "metrics.reporters": "log"})
+    reporters = Reporters.from_config(
+        config, parse_job_config(config), MetricsRegistry(), ContainerStatus(), container_id=2
+    )
+    assert [s.kind for s in reporters.specs] == ["log"]
+    assert reporters.source.container_name == "samzapy-container-2"
+    assert reporters.source.source == "j-1-samzapy-container-2"
+    assert reporters.source.reset_time_ms > 1_700_000_000_000
