@@ -83,10 +83,12 @@ def _attach_optional_commands() -> None:
     from samzapy.cli_broker import broker
     from samzapy.cli_checkpoint import checkpoint
     from samzapy.generate import generate
+    from samzapy.quickstart import quickstart
 
     main.add_command(broker)
     main.add_command(checkpoint)
     main.add_command(generate)
+    main.add_command(quickstart)
 
 
 _attach_optional_commands()
