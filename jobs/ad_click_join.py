@@ -29,17 +29,22 @@ from samzapy.operators import JoinRegistry, JoinResult, StreamStreamJoin
 
 
 def joined_record(click: dict, impression: dict | None) -> dict:
-    """The output: the impression's fields, then the click's (times renamed apart); an
-    unjoined click as it is.
+    """The output: the impression's fields, then the click's (times renamed apart), each in
+    sorted key order — a buffered record comes back from the store with sorted keys, a live
+    one in its own order, and a result re-sent after a crash must have the same bytes. An
+    unjoined click is returned with sorted keys.
 
-    >>> joined_record({"click_id": "c", "impression_id": "i", "ts": 9}, {"impression_id": "i", "ts": 5})
-    {'impression_id': 'i', 'impression_ts': 5, 'click_id': 'c', 'click_ts': 9}
+    >>> click = {"ts": 9, "impression_id": "i", "click_id": "c"}
+    >>> joined_record(click, {"ts": 5, "impression_id": "i", "ad": "a"})
+    {'ad': 'a', 'impression_id': 'i', 'impression_ts': 5, 'click_id': 'c', 'click_ts': 9}
+    >>> joined_record(click, None)
+    {'click_id': 'c', 'impression_id': 'i', 'ts': 9}
     """
     if impression is None:
-        return click
-    record = {k: v for k, v in impression.items() if k != "ts"}
+        return dict(sorted(click.items()))
+    record = {k: impression[k] for k in sorted(impression) if k != "ts"}
     record["impression_ts"] = impression["ts"]
-    record.update({k: v for k, v in click.items() if k not in ("ts", "impression_id")})
+    record.update({k: click[k] for k in sorted(click) if k not in ("ts", "impression_id")})
     record["click_ts"] = click["ts"]
     return record
 

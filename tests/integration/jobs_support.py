@@ -117,7 +117,7 @@ def dedup_by_id(records: list[Any]) -> dict[str, Any]:
             first[rid] = record
         else:
             assert (seen.key, seen.value, seen.partition) == (record.key, record.value, record.partition), (
-                f"duplicate {rid} differs from its first copy"
+                f"duplicate {rid} differs from its first copy: {seen} vs {record}"
             )
     return first
 
