@@ -103,10 +103,9 @@ def throughput(tmp: str, servers: str, impressions: int) -> None:
 
 
 def latency(tmp: str, servers: str, rate: int, seconds: int) -> None:
-    count = rate * seconds // 2  # about as many clicks+duplicates+orphans as 0.4 x impressions
-    imps, clicks = ads(
-        AdSpec(impressions=int(count / 1.35), span_ms=seconds * 1000, max_click_delay_ms=2_000)
-    )
+    # about 1.33 events per impression: 30% are clicked, 10% of clicks twice, a few orphans
+    impressions = int(rate * seconds / 1.33)
+    imps, clicks = ads(AdSpec(impressions=impressions, span_ms=seconds * 1000, max_click_delay_ms=2_000))
     for topic in ("imp-lat", "clk-lat"):
         produce_json(servers, topic, PARTITIONS, [])
     config = write_config(tmp, servers, "lat")
