@@ -20,6 +20,7 @@ from samzapy.config import Config, parse_job_config, resolve_task_class
 from samzapy.container.task_instance import Coordinator
 from samzapy.context import StoreContext
 from samzapy.metrics import MetricsRegistry
+from samzapy.operators.ids import output_id
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.factory import build_store
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
@@ -50,15 +51,16 @@ class _Collector:
     def __init__(self, task_name: str) -> None:
         self.outputs: list[OutgoingMessageEnvelope] = []
         self._task_name = task_name
-        self._origin: int | str = "init"
+        self._stream = "init"
+        self._origin: int | str = 0
         self._sequence = 0
 
-    def begin(self, origin: int | str) -> None:
-        self._origin, self._sequence = origin, 0
+    def begin(self, stream: str, origin: int | str) -> None:
+        self._stream, self._origin, self._sequence = stream, origin, 0
 
     def send(self, envelope: OutgoingMessageEnvelope) -> None:
         if envelope.id is None:
-            envelope.id = f"{self._task_name}:{self._origin}:{self._sequence}"
+            envelope.id = output_id(self._task_name, self._stream, self._origin, self._sequence)
             self._sequence += 1
         self.outputs.append(envelope)
 
@@ -142,13 +144,13 @@ class TaskHarness:
             offset = self._offsets.get(ssp, 0)
         self._offsets[ssp] = offset + 1
         envelope = IncomingMessageEnvelope(ssp, offset, key, message, timestamp, 0, headers or [])
-        self.collector.begin(offset)
+        self.collector.begin(system_stream.stream, offset)
         self.task.process(envelope, self.collector, self.coordinator)
 
     def window(self) -> None:
         """Call the task's ``window`` once."""
         if isinstance(self.task, WindowableTask):
-            self.collector.begin("w")
+            self.collector.begin("window", 0)
             self.task.window(self.collector, self.coordinator)
 
     def commit(self) -> None:

@@ -6,11 +6,9 @@ from typing import Any
 
 from samzapy.errors import SerdeError
 from samzapy.kafka.partitioner import partition_for_key
+from samzapy.operators.ids import ID_HEADER, output_id
 from samzapy.streams import SystemStream
 from samzapy.task import OutgoingMessageEnvelope
-
-#: The header that carries an output's deterministic id (task, input offset, sequence).
-ID_HEADER = "samzapy.id"
 
 
 class OutputStreams:
@@ -39,21 +37,24 @@ class TaskCollector:
     """The :class:`samzapy.task.MessageCollector` a task's ``process`` and ``window`` get.
 
     Every output gets the header ``samzapy.id``: the envelope's own ``id`` if it set one,
-    else ``<task>:<input offset>:<n>`` for the n-th output of that input (``w`` instead of an
-    offset for outputs of ``window()``), so that an output re-sent after a crash carries the
-    same id as the first copy.
+    else ``<task>:<input stream>:<input offset>:<n>`` for the n-th output of that input
+    (:func:`samzapy.operators.ids.output_id`), so that an output re-sent after a crash carries
+    the same id as the first copy.
     """
 
     def __init__(self, task_name: str, producer: Any, outputs: OutputStreams) -> None:
         self._task_name = task_name
         self._producer = producer
         self._outputs = outputs
-        self._origin = "init"
+        self._stream = "init"
+        self._origin: int | str = 0
         self._sequence = 0
         self.sent = 0
 
-    def begin(self, origin: int | str) -> None:
-        """Start numbering the outputs caused by one input offset (or ``"w"`` for window)."""
+    def begin(self, stream: str, origin: int | str) -> None:
+        """Start numbering the outputs caused by the input at offset ``origin`` of ``stream``
+        (``"window"`` and the call's wall-clock ms for ``window()``)."""
+        self._stream = stream
         self._origin = origin
         self._sequence = 0
 
@@ -74,11 +75,11 @@ class TaskCollector:
                 partition = partition_for_key(key, partitions)
             else:
                 partition = self.sent % partitions
-        output_id = envelope.id
-        if output_id is None:
-            output_id = f"{self._task_name}:{self._origin}:{self._sequence}"
+        envelope_id = envelope.id
+        if envelope_id is None:
+            envelope_id = output_id(self._task_name, self._stream, self._origin, self._sequence)
             self._sequence += 1
-        headers = [*envelope.headers, (ID_HEADER, output_id.encode())]
+        headers = [*envelope.headers, (ID_HEADER, envelope_id.encode())]
         self._producer.send(stream.stream, key, value, partition=partition, headers=headers)
         self.sent += 1
 

@@ -161,7 +161,7 @@ class TaskInstance:
                     (record.serialized_key_size or 0) + (record.serialized_value_size or 0),
                     record.headers or [],
                 )
-                collector.begin(record.offset)
+                collector.begin(ssp.stream, record.offset)
                 writes_before = self._writes() + collector.sent
                 try:
                     process(envelope, collector, coordinator)
@@ -210,7 +210,7 @@ class TaskInstance:
     def window(self) -> None:
         """Call the task's ``window`` (if it is windowable)."""
         if isinstance(self.task, WindowableTask):
-            self.collector.begin("w")
+            self.collector.begin("window", int(time.time() * 1000))
             self.task.window(self.collector, self.coordinator)
             self._window_calls.inc()
         self.last_window = time.monotonic()

@@ -1,18 +1,18 @@
 """Deterministic output ids: the ``samzapy.id`` header that lets consumers drop duplicates.
 
 An output re-sent after a crash must carry the same id as its first copy. Ids are derived
-only from things a replay reproduces: the task, the input offset and the output's sequence
-number within that input, or, for results that are not tied to one input (window results,
+only from things a replay reproduces: the task, the input stream and offset, and the output's
+sequence number within that input, or, for results that are not tied to one input (window results,
 expired join entries), from what the result is about.
 
->>> output_id("Partition 3", 1234, 0)
-'Partition 3:1234:0'
+>>> output_id("Partition 3", "pageviews", 1234, 0)
+'Partition 3:pageviews:1234:0'
 >>> window_id(b"alice", 0, 3_600_000)
 'w:616c696365:0:3600000'
 >>> join_id(b"q1", "imp-7", "click-9")
 'j:7131:imp-7:click-9'
->>> id_from_headers([("x", b"1"), (ID_HEADER, b"Partition 0:5:1")])
-'Partition 0:5:1'
+>>> id_from_headers([("x", b"1"), (ID_HEADER, b"Partition 0:pageviews:5:1")])
+'Partition 0:pageviews:5:1'
 """
 
 from __future__ import annotations
@@ -23,10 +23,14 @@ from collections.abc import Iterable
 ID_HEADER = "samzapy.id"
 
 
-def output_id(task_name: str, input_offset: int | str, sequence: int) -> str:
-    """The id of the ``sequence``-th output (from 0) caused by the input at ``input_offset``
-    in task ``task_name``; what the container uses when an envelope sets no id."""
-    return f"{task_name}:{input_offset}:{sequence}"
+def output_id(task_name: str, stream: str, input_offset: int | str, sequence: int) -> str:
+    """The id of the ``sequence``-th output (from 0) caused by the input at ``input_offset`` of
+    ``stream`` in task ``task_name``; what the container uses when an envelope sets no id.
+
+    Outputs of ``window()`` have no input: their ``stream`` is ``window`` and their "offset"
+    the wall-clock time of the call, unique but not reproducible, so tasks that emit from
+    ``window()`` should set ids of their own (as the window operators do)."""
+    return f"{task_name}:{stream}:{input_offset}:{sequence}"
 
 
 def window_id(key: bytes, start_ms: int, end_ms: int) -> str:

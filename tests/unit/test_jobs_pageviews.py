@@ -51,7 +51,7 @@ def test_repartition_rekeys_by_user_and_tags_each_view_with_its_source_progress(
     assert first.system_stream.stream == "pageviews-by-user" and first.message == view(0, "u1", 5000)
     tags = [Lineage.parse(dict(o.headers)["samzapy.lineage"]) for o in h.outputs]
     assert tags == [Lineage("2", 0, MIN_MS), Lineage("2", 1, 5000), Lineage("2", 2, 5000)]
-    assert [o.id for o in h.outputs] == ["Partition 2:0:0", "Partition 2:1:0", "Partition 2:2:0"]
+    assert [o.id for o in h.outputs] == [f"Partition 2:pageviews:{n}:0" for n in range(3)]
 
 
 def test_repartition_broadcasts_progress_to_every_partition_once_per_advance():

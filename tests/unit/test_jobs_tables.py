@@ -71,11 +71,11 @@ def test_views_get_the_zip_of_the_latest_profile():
     h = harness(PageViewEnrichTask, "pageview-enrich.properties")
     h.send("kafka.profiles", "u1", PROFILE)
     h.send("kafka.profiles", "u1", {**PROFILE, "zip": "20002"})
-    h.send("kafka.pageviews-by-user", "u1", VIEW, headers=[("samzapy.id", b"Partition 3:17:0")])
+    h.send("kafka.pageviews-by-user", "u1", VIEW, headers=[("samzapy.id", b"Partition 3:pageviews:17:0")])
 
     [out] = h.outputs
     assert (out.key, out.message) == ("u1", {**VIEW, "zip": "20002"})
-    assert out.id == "enrich:Partition 3:17:0"  # derived from the upstream id
+    assert out.id == "enrich:Partition 3:pageviews:17:0"  # derived from the upstream id
 
 
 def test_inner_join_drops_and_counts_views_of_users_without_a_profile():

@@ -110,7 +110,7 @@ def test_deduplicator_answers_match_a_reference_set_with_ttl() -> None:
 
 
 def test_output_ids_and_headers() -> None:
-    assert output_id("Partition 3", 1234, 0) == "Partition 3:1234:0"
+    assert output_id("Partition 3", "pageviews", 1234, 0) == "Partition 3:pageviews:1234:0"
     assert id_header("x") == (ID_HEADER, b"x") == ("samzapy.id", b"x")
     assert id_from_headers([]) is None
 
