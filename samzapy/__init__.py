@@ -6,6 +6,7 @@ The public API: the task interfaces and envelopes (``samzapy.task``), stream nam
 
 from samzapy.streams import SystemStream, SystemStreamPartition
 from samzapy.task import (
+    AsyncStreamTask,
     ClosableTask,
     IncomingMessageEnvelope,
     InitableTask,
@@ -18,6 +19,7 @@ from samzapy.task import (
 )
 
 __all__ = [
+    "AsyncStreamTask",
     "ClosableTask",
     "IncomingMessageEnvelope",
     "InitableTask",

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -172,3 +173,48 @@ class ClosableTask(ABC):
     @abstractmethod
     def close(self) -> None:
         """Called once at shutdown, after the final commit."""
+
+
+class AsyncStreamTask(StreamTask):
+    """A task whose messages are processed concurrently: implement :meth:`process_async`.
+
+    With ``task.max.concurrency`` N, up to N messages of the task are in flight at once on
+    the container's asyncio loop. Messages are spread over N *lanes* by a hash of their key:
+    messages of one key are processed one after the other, in offset order; different keys
+    run in parallel. The checkpoint never passes the lowest offset still in flight, and a
+    commit first waits for every message taken in to finish, so stores stay exact.
+
+    Blocking work (a synchronous client, heavy CPU) belongs in ``await asyncio.to_thread(...)``;
+    store reads and writes stay on the loop (stores are not thread-safe). A failed or timed-out
+    call is retried (``task.retry.max.attempts``) with exponential backoff: write to stores
+    after the steps that may fail, so that a retry does not apply a change twice.
+
+    Example:
+        >>> import asyncio
+        >>> from samzapy import AsyncStreamTask
+        >>> class Enrich(AsyncStreamTask):
+        ...     async def process_async(self, envelope, collector, coordinator):
+        ...         await asyncio.sleep(0)  # e.g. a call to a remote service
+    """
+
+    @abstractmethod
+    async def process_async(
+        self,
+        envelope: IncomingMessageEnvelope,
+        collector: MessageCollector,
+        coordinator: TaskCoordinator,
+    ) -> None:
+        """Process one message; raising (or taking longer than ``task.callback.timeout.ms``)
+        fails the attempt."""
+
+    def process(
+        self,
+        envelope: IncomingMessageEnvelope,
+        collector: MessageCollector,
+        coordinator: TaskCoordinator,
+    ) -> None:
+        """Run :meth:`process_async` to completion (one message at a time: for test drivers).
+
+        The container never calls this: it runs ``process_async`` concurrently.
+        """
+        asyncio.run(self.process_async(envelope, collector, coordinator))

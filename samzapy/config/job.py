@@ -37,6 +37,8 @@ _JOB_FIELDS = {  # key -> JobConfig field, for keys whose parsed value is stored
     "task.retry.max.attempts": "retry_max_attempts",
     "task.retry.backoff.ms": "retry_backoff_ms",
     "job.container.count": "container_count",
+    "task.async.queue.size": "async_queue_size",
+    "task.process.delay.ms": "process_delay_ms",
 }
 _SYSTEM_FIELDS = {  # suffix of systems.<system>. -> JobConfig field
     "default.stream.replication.factor": "replication_factor",

@@ -480,6 +480,22 @@ KEYS: tuple[KeySpec, ...] = (
         _TASK,
     ),
     _key(
+        "task.async.queue.size",
+        _int(1),
+        "1000",
+        "Messages an async task may hold (queued in its lanes, delayed or running); when it is full, "
+        "fetching of the task's inputs pauses (backpressure).",
+        _TASK,
+    ),
+    _key(
+        "task.process.delay.ms",
+        _int(0, disabled=-1),
+        "-1",
+        "Async tasks: process each message no earlier than its timestamp plus this many milliseconds "
+        "(a delay queue, bounded by task.async.queue.size); -1 processes at once.",
+        _TASK,
+    ),
+    _key(
         _S + "samza.factory", SYSTEM_FACTORY, "kafka", "The system's kind; samzapy supports Kafka only.", _SYS
     ),
     _key(

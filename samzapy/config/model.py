@@ -100,6 +100,8 @@ class JobConfig:
     callback_timeout_ms: int | None = None  # None: an async task may take as long as it likes
     retry_max_attempts: int = 0  # retries of a failed process() before the failure counts
     retry_backoff_ms: int = 100  # pause before the first retry, doubled on each further one
+    async_queue_size: int = 1000  # messages an async task may hold before its inputs pause
+    process_delay_ms: int | None = None  # async tasks: process at timestamp + this, at the earliest
 
     @property
     def checkpoint_topic(self) -> str:

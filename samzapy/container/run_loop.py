@@ -27,6 +27,7 @@ from kafka import TopicPartition
 
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
 from samzapy.config import Config, JobConfig, resolve_task_class
+from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.collector import OutputStreams, TaskCollector
 from samzapy.container.inputs import InputPartition, Inputs
 from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
@@ -87,6 +88,7 @@ class Container:
         self._inputs: Inputs | None = None
         self._admin: TopicAdmin | None = None
         self._window_ns = self.metrics.counter("window-ns")
+        self._async: AsyncRunner | None = None  # runs the AsyncStreamTask tasks, if any
         self.status = ContainerStatus()  # for /health
         self.reporters = Reporters.from_config(config, job, self.registry, self.status, container_id)
 
@@ -200,6 +202,9 @@ class Container:
             task.offsets.update(
                 {p.ssp: p.start_offset for p in self._inputs.partitions.values() if p.task is task}
             )
+        self._async = AsyncRunner.for_tasks(self.tasks, job, policy)
+        if self._async is not None:
+            self._async.start()
         register_container_gauges(self.registry, self.tasks, self._inputs)
         self.status.running()
 
@@ -321,9 +326,18 @@ class Container:
         commit_s = self.job.commit_ms / 1000
         last_commit = last_progress = time.monotonic()
         processed_at_progress = 0
+        runner = self._async
         while not self._stop_requested:
-            for part, records in inputs.poll(POLL_TIMEOUT_MS, MAX_POLL_RECORDS):
+            timeout_ms, max_records = POLL_TIMEOUT_MS, MAX_POLL_RECORDS
+            if runner is not None:  # async tasks: bounded polls, no blocking while work is held
+                max_records = runner.poll_budget(MAX_POLL_RECORDS)
+                timeout_ms = 0 if runner.busy else POLL_TIMEOUT_MS
+            polled = [] if runner is not None and runner.full else inputs.poll(timeout_ms, max_records)
+            for part, records in polled:
                 task = part.task
+                if runner is not None and runner.owns(task):
+                    runner.submit(part.ssp, task, records)
+                    continue
                 done = 0
                 while done < len(records) and not task.coordinator.shutdown_requested:
                     done = task.process_records(part.ssp, records, done)
@@ -331,8 +345,12 @@ class Container:
                         self._commit()
                 if self._stop_requested or task.coordinator.shutdown_requested:
                     break
+            if runner is not None:
+                runner.pump()
             now = time.monotonic()
             if window_s is not None:
+                if runner is not None and any(now - t.last_window >= window_s for t in self.tasks):
+                    runner.drain()  # a window call sees no message half-processed
                 for task in self.tasks:
                     if now - task.last_window >= window_s:
                         started = time.perf_counter_ns()
@@ -369,6 +387,8 @@ class Container:
     def _commit(self) -> None:
         """The commit protocol of the module docstring."""
         started = time.perf_counter_ns()
+        if self._async is not None:
+            self._async.drain()  # every message taken in is done: stores match the offsets
         for task in self.tasks:
             task.flush_stores()
         self._producer.flush()
@@ -387,6 +407,8 @@ class Container:
 
     # ----------------------------------------------------------------- shutdown
     def _close(self, commit: bool) -> None:
+        if self._async is not None:
+            self._async.close()
         for task in self.tasks:
             try:
                 task.close()

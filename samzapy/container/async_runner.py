@@ -1,0 +1,369 @@
+"""Running :class:`samzapy.AsyncStreamTask` tasks: per-key lanes on an asyncio loop, offsets
+through :class:`OffsetTracker`, timeouts, retries, a delay queue and backpressure.
+
+The container stays single-threaded: it owns one asyncio loop and runs it in short slices
+between polls (:meth:`AsyncRunner.pump`). A message goes through these steps:
+
+1. *admit* (container thread, in offset order per partition): deserialise, take the offset
+   in its partition's :class:`OffsetTracker`, append the message to lane ``hash(key) % N``
+   (``N = task.max.concurrency``). A task holds at most ``task.async.queue.size`` messages:
+   a poll asks for no more records than the fullest task has room for, and while a task is
+   full the container does not poll at all, it only runs the loop. The consumer then keeps
+   at most one fetched batch per partition (it does not fetch a partition whose previous
+   response is unread), so memory stays bounded however fast input is. (``consumer.pause``
+   is not used for this: kafka-python 3.0.12 parks the records of a paused partition and,
+   when the partition is resumed while its fetch slot holds an exhausted batch, never
+   hands them back, so the partition stalls for good.)
+2. *lane* (a coroutine per non-empty lane): takes its messages one by one, so messages of
+   one key run in order; lanes run in parallel. With ``task.process.delay.ms`` D, the lane
+   first waits until the message's timestamp + D (never more than D).
+3. *attempt*: ``process_async`` under ``task.callback.timeout.ms``; a failure or timeout is
+   retried ``task.retry.max.attempts`` times after ``task.retry.backoff.ms * 2**(n-1)``;
+   then the message is skipped (``task.ignored.exceptions``), dead-lettered, or stops the job.
+4. *done*: the tracker marks the offset done; the task's checkpointable offset becomes
+   ``tracker.committable()``, never past the lowest offset still held.
+
+Commit and window: before either, the container *drains* (:meth:`AsyncRunner.drain`): it
+stops admitting and runs the loop until every held message is done. This is the simplest
+way to keep stores exact (DESIGN §6): a message that finished out of order above a message
+still in flight would otherwise have its store writes committed with a checkpoint that
+makes it run again after a crash. Draining costs a commit at most the slowest message (and
+D with a delay queue). Samza's AsyncRunLoop also runs commit and window only when no
+process call is in flight.
+
+A job stopped by a failure never commits what its async tasks did since the last commit:
+messages above the failed one may have finished and written to stores.
+
+Thread safety: everything runs on the container thread; user code that moves work to
+threads (``asyncio.to_thread``) must not touch stores or the collector from there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+import zlib
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.consumer.fetcher import ConsumerRecord
+
+from samzapy.container.offset_tracker import OffsetTracker
+from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
+from samzapy.streams import SystemStreamPartition
+from samzapy.task import AsyncStreamTask, IncomingMessageEnvelope, OutgoingMessageEnvelope
+
+log = logging.getLogger(__name__)
+
+#: How long one slice of the asyncio loop runs between polls while messages are held.
+SLICE_S = 0.002
+
+
+@dataclass(slots=True)
+class _Held:
+    """One message taken in by a task and not done yet."""
+
+    ssp: SystemStreamPartition
+    record: ConsumerRecord
+    envelope: IncomingMessageEnvelope
+    tracker: OffsetTracker
+
+
+class _MessageCollector:
+    """The collector one message's ``process_async`` gets: stamps output ids per message
+    (``<task>:<offset>:<n>``, as the sync path does), so that concurrent messages do not
+    share a sequence; a retry numbers its outputs from 0 again (same ids, dedupable)."""
+
+    __slots__ = ("_collector", "_prefix", "_sequence")
+
+    def __init__(self, collector: Any, prefix: str) -> None:
+        self._collector = collector
+        self._prefix = prefix
+        self._sequence = 0
+
+    def send(self, envelope: OutgoingMessageEnvelope) -> None:
+        """Send ``envelope`` through the task's collector with this message's next id."""
+        if envelope.id is None:
+            envelope = dataclasses.replace(envelope, id=f"{self._prefix}:{self._sequence}")
+            self._sequence += 1
+        self._collector.send(envelope)
+
+
+class AsyncTaskRunner:
+    """The lanes, trackers and counters of one async task; see the module docstring."""
+
+    def __init__(self, instance: TaskInstance, job: Any, policy: ErrorPolicy, loop: Any) -> None:
+        self.instance = instance
+        self._policy = policy
+        self._loop = loop
+        self.capacity = job.async_queue_size
+        self._lanes: list[deque[_Held]] = [deque() for _ in range(job.max_concurrency)]
+        self._workers: list[asyncio.Task[None] | None] = [None] * job.max_concurrency
+        self._timeout_s = job.callback_timeout_ms / 1000 if job.callback_timeout_ms else None
+        self._max_retries = job.retry_max_attempts
+        self._backoff_s = job.retry_backoff_ms / 1000
+        self._delay_s = job.process_delay_ms / 1000 if job.process_delay_ms is not None else None
+        self.trackers: dict[SystemStreamPartition, OffsetTracker] = {}
+        self.held = 0
+        self.running = 0
+        self.delayed = 0
+        self.failure: MessageFailure | None = None
+        m = instance.metrics
+        self._processed = m.counter("messages-actually-processed")
+        self._process_ns = m.counter("process-ns")
+        self._retries = m.counter("retries")
+        self._timeouts = m.counter("timeouts")
+        self._dead_lettered = m.counter("dead-lettered")
+        self._skipped = m.counter("skipped-messages")
+        self._max_held = m.gauge("max-queue-length")
+        m.gauge("in-flight", lambda: self.held)
+        m.gauge("running", lambda: self.running)
+        m.gauge("queue-length", lambda: self.held - self.running)
+        m.gauge("delayed", lambda: self.delayed)
+        m.gauge("queue-capacity", lambda: self.capacity)
+
+    @property
+    def free(self) -> int:
+        """Room left before the task is full."""
+        return self.capacity - self.held
+
+    def start_at(self, offsets: dict[SystemStreamPartition, int]) -> None:
+        """One tracker per input partition, starting at its starting offset."""
+        for ssp, offset in offsets.items():
+            self.trackers[ssp] = OffsetTracker(offset)
+
+    # ----------------------------------------------------------------- admit
+    def admit(self, ssp: SystemStreamPartition, record: ConsumerRecord) -> None:
+        """Take in one record (the caller makes sure there is room)."""
+        tracker = self.trackers[ssp]
+        tracker.start(record.offset)
+        try:
+            envelope = self._envelope(ssp, record)
+        except Exception as exc:
+            self._finish_failed(ssp, record, tracker, exc, "could not deserialise", deserialising=True)
+            return
+        held = _Held(ssp, record, envelope, tracker)
+        lane = self._lane_of(record)
+        self._lanes[lane].append(held)
+        self.held += 1
+        if self.held > self._max_held.value:
+            self._max_held.set(self.held)
+        if self._workers[lane] is None:
+            self._workers[lane] = self._loop.create_task(self._run_lane(lane))
+
+    def _envelope(self, ssp: SystemStreamPartition, record: ConsumerRecord) -> IncomingMessageEnvelope:
+        key_serde, msg_serde = self.instance.input_serdes[ssp]
+        key = record.key if key_serde is None or record.key is None else key_serde.from_bytes(record.key)
+        value = (
+            record.value if msg_serde is None or record.value is None else msg_serde.from_bytes(record.value)
+        )
+        size = (record.serialized_key_size or 0) + (record.serialized_value_size or 0)
+        return IncomingMessageEnvelope(
+            ssp, record.offset, key, value, record.timestamp, size, record.headers or []
+        )
+
+    def _lane_of(self, record: ConsumerRecord) -> int:
+        lanes = len(self._lanes)
+        if lanes == 1:
+            return 0
+        if record.key is None:  # no key, no order to keep
+            return record.offset % lanes
+        return zlib.crc32(record.key) % lanes
+
+    # ----------------------------------------------------------------- lanes
+    async def _run_lane(self, lane: int) -> None:
+        queue = self._lanes[lane]
+        try:
+            while queue and self.failure is None:
+                held = queue[0]
+                await self._wait_due(held)
+                await self._process(held)
+                queue.popleft()
+        finally:
+            self._workers[lane] = None
+
+    async def _wait_due(self, held: _Held) -> None:
+        if self._delay_s is None:
+            return
+        wait = held.envelope.timestamp / 1000 + self._delay_s - time.time()
+        if wait > 0:
+            self.delayed += 1
+            try:
+                await asyncio.sleep(min(wait, self._delay_s))
+            finally:
+                self.delayed -= 1
+
+    async def _process(self, held: _Held) -> None:
+        instance = self.instance
+        offset = held.record.offset
+        attempt = 1
+        while True:
+            collector = _MessageCollector(instance.collector, f"{instance.task_name}:{offset}")
+            call = instance.task.process_async(held.envelope, collector, instance.coordinator)
+            self.running += 1
+            started = time.perf_counter_ns()
+            try:
+                if self._timeout_s is None:
+                    await call
+                else:
+                    await asyncio.wait_for(call, self._timeout_s)
+                error: BaseException | None = None
+            except TimeoutError as exc:
+                self._timeouts.inc()
+                error = TimeoutError(
+                    f"took longer than task.callback.timeout.ms={self._timeout_s * 1000:.0f}"
+                )
+                error.__cause__ = exc
+            except Exception as exc:
+                error = exc
+            finally:
+                self.running -= 1
+                self._process_ns.inc(time.perf_counter_ns() - started)
+            if error is None:
+                self._processed.inc()
+                self._done(held)
+                return
+            if attempt > self._max_retries:
+                self._finish_failed(
+                    held.ssp, held.record, held.tracker, error, f"process_async() failed {attempt} times"
+                )
+                self.held -= 1
+                return
+            self._retries.inc()
+            await asyncio.sleep(self._backoff_s * 2 ** (attempt - 1))
+            attempt = held.tracker.start(offset)  # a retry: the same offset, a newer attempt
+
+    def _done(self, held: _Held) -> None:
+        held.tracker.done(held.record.offset)
+        self.held -= 1
+        self.instance.offsets[held.ssp] = held.tracker.committable()
+
+    def _finish_failed(
+        self,
+        ssp: SystemStreamPartition,
+        record: ConsumerRecord,
+        tracker: OffsetTracker,
+        exc: BaseException,
+        what: str,
+        *,
+        deserialising: bool = False,
+    ) -> None:
+        """Apply the error policy to a message that failed for good; done unless it stops."""
+        where = f"stream '{ssp.system}.{ssp.stream}' partition {ssp.partition} offset {record.offset}"
+        cause = f"{type(exc).__name__}: {exc}"
+        policy = self._policy
+        if (deserialising and policy.drop_deserialization_errors) or policy.ignores(exc):
+            self._skipped.inc()
+            log.warning("skipped the message at %s: %s (%s)", where, what, cause)
+        elif policy.dead_letter is not None:
+            policy.dead_letter_send(ssp, record, f"{what}: {cause}")
+            self._dead_lettered.inc()
+            log.warning("sent the message at %s to %s: %s (%s)", where, policy.dead_letter, what, cause)
+        else:
+            text = f"task {self.instance.task_name}: {what} for the message at {where}: {cause}"
+            failure = MessageFailure(text, safe_to_commit=False)
+            failure.__cause__ = exc
+            if self.failure is None:
+                self.failure = failure
+            return
+        tracker.done(record.offset)
+        self.instance.offsets[ssp] = tracker.committable()
+
+    def cancel(self) -> None:
+        """Cancel the lanes (at shutdown after a failure)."""
+        for worker in self._workers:
+            if worker is not None:
+                worker.cancel()
+
+
+class AsyncRunner:
+    """The container's async side: one asyncio loop, one :class:`AsyncTaskRunner` per async task.
+
+    The container calls :meth:`submit` with each polled batch of an async task, :meth:`pump`
+    once per loop iteration, :meth:`drain` before a commit or a window call, and
+    does not poll while :attr:`full`. Any of them raises the first
+    :class:`MessageFailure` of a message whose policy is to stop the job.
+    """
+
+    def __init__(self, tasks: list[TaskInstance], job: Any, policy: ErrorPolicy) -> None:
+        self._loop = asyncio.new_event_loop()
+        self.runners = {
+            id(t): AsyncTaskRunner(t, job, policy, self._loop)
+            for t in tasks
+            if isinstance(t.task, AsyncStreamTask)
+        }
+
+    @classmethod
+    def for_tasks(cls, tasks: list[TaskInstance], job: Any, policy: ErrorPolicy) -> AsyncRunner | None:
+        """A runner when some task is an :class:`AsyncStreamTask`, else ``None``."""
+        if not any(isinstance(t.task, AsyncStreamTask) for t in tasks):
+            return None
+        return cls(tasks, job, policy)
+
+    def owns(self, task: TaskInstance) -> bool:
+        """Whether ``task`` is run here."""
+        return id(task) in self.runners
+
+    def start(self) -> None:
+        """Create the trackers, once the tasks' starting offsets are known."""
+        for runner in self.runners.values():
+            runner.start_at(runner.instance.offsets)
+
+    @property
+    def full(self) -> bool:
+        """Whether some task has no room left: the container then does not poll at all."""
+        return any(r.free <= 0 for r in self.runners.values())
+
+    @property
+    def busy(self) -> bool:
+        """Whether any message is held."""
+        return any(r.held for r in self.runners.values())
+
+    def poll_budget(self, default: int) -> int:
+        """How many records one poll may return: no more than the fullest task has room for."""
+        room = min(r.free for r in self.runners.values())
+        return max(1, min(default, room))
+
+    def submit(self, ssp: SystemStreamPartition, task: TaskInstance, records: list[ConsumerRecord]) -> None:
+        """Admit ``records`` of ``ssp``, running the loop while the task is full."""
+        runner = self.runners[id(task)]
+        for record in records:
+            while runner.free <= 0:
+                self._slice()
+            runner.admit(ssp, record)
+        self._raise_failure()
+
+    def pump(self) -> None:
+        """Run the loop for one slice when messages are held."""
+        if self.busy:
+            self._slice()
+        else:
+            self._loop.run_until_complete(asyncio.sleep(0))
+        self._raise_failure()
+
+    def drain(self) -> None:
+        """Run the loop until every held message is done (before a commit or a window)."""
+        while self.busy:
+            self._slice()
+        self._raise_failure()
+
+    def _slice(self) -> None:
+        self._loop.run_until_complete(asyncio.sleep(SLICE_S))
+        self._raise_failure()
+
+    def _raise_failure(self) -> None:
+        for runner in self.runners.values():
+            if runner.failure is not None:
+                raise runner.failure
+
+    def close(self) -> None:
+        """Cancel what is left and close the loop."""
+        for runner in self.runners.values():
+            runner.cancel()
+        try:
+            self._loop.run_until_complete(asyncio.sleep(0))
+        finally:
+            self._loop.close()
