@@ -29,6 +29,7 @@ from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoint
 from samzapy.config import Config, JobConfig, resolve_task_class
 from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.collector import OutputStreams, TaskCollector
+from samzapy.container.fencing import Fence
 from samzapy.container.inputs import InputPartition, Inputs
 from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
 from samzapy.context import StoreContext
@@ -161,6 +162,9 @@ class Container:
         )
         checkpoints = read_checkpoints(consumer_servers, job.checkpoint_topic)
         self._checkpoint_writer = CheckpointWriter(self._producer, job.checkpoint_topic)
+        self._fence = Fence(consumer_servers, job.checkpoint_topic)
+        self._fence.claim([task_name_for(p) for p in mine], checkpoints, self._checkpoint_writer)
+        self._producer.flush()  # the takeover is visible before anything is restored or written
         for store in job.stores.values():
             if store.changelog is not None:
                 self._admin.ensure_topic(
@@ -389,6 +393,7 @@ class Container:
         started = time.perf_counter_ns()
         if self._async is not None:
             self._async.drain()  # every message taken in is done: stores match the offsets
+        self._drop_fenced()
         for task in self.tasks:
             task.flush_stores()
         self._producer.flush()
@@ -398,12 +403,43 @@ class Container:
         for task in self.tasks:
             task.coordinator.commit_requested = False
             self._checkpoint_writer.write(
-                TaskCheckpoint(task.task_name, dict(task.offsets), store_offsets[task.task_name])
+                TaskCheckpoint(
+                    task.task_name,
+                    dict(task.offsets),
+                    store_offsets[task.task_name],
+                    self._fence.generations[task.task_name],
+                )
             )
         self._producer.flush()
         self._commits.inc()
         self._commit_ns.inc(time.perf_counter_ns() - started)
         self._write_metrics()
+
+    def _drop_fenced(self) -> None:
+        """Drop the tasks another container took over (see samzapy.container.fencing): their
+        stores are neither flushed nor closed, no checkpoint is written for them."""
+        lost = self._fence.lost()
+        if not lost:
+            return
+        for task in [t for t in self.tasks if t.task_name in lost]:
+            log.error(
+                "%s: fenced: another container owns it now (generation %d); dropping it without "
+                "writing its stores or a checkpoint",
+                task.task_name,
+                lost[task.task_name],
+            )
+            task.coordinator.shutdown_requested = True  # stops a batch being processed
+            self.tasks.remove(task)
+            if self._async is not None:
+                self._async.runners.pop(id(task), None)
+        inputs = self._inputs
+        inputs.partitions = {tp: p for tp, p in inputs.partitions.items() if p.task in self.tasks}
+        inputs.consumer.assign(list(inputs.partitions))
+        for tp, part in inputs.partitions.items():  # records polled but not processed come again
+            inputs.consumer.seek(tp, part.task.offsets.get(part.ssp, part.start_offset))
+        if not self.tasks:
+            log.error("every task of this container is owned by another container now: stopping")
+            self._stop_requested = True
 
     # ----------------------------------------------------------------- shutdown
     def _close(self, commit: bool) -> None:
@@ -423,6 +459,8 @@ class Container:
                 log.exception("closing the producer failed")
         if self._admin is not None:
             self._admin.close()
+        if getattr(self, "_fence", None) is not None:
+            self._fence.close()
         self._write_metrics()
         self.status.stopped()
         self.reporters.stop()
