@@ -4,22 +4,26 @@ Starts a dev broker on a free port, produces the changelog (1M distinct keys), t
 ``StorageEngine.restore(K)`` into an empty RocksDB directory with K the last offset (so no
 trim), and stops the broker. Prints records/s and MB/s.
 
-Usage: ``.venv/bin/python benchmarks/bench_restore.py [records]`` (default 1,000,000).
+Also reads the same changelog with a raw kafka-python consumer (the limit), and repeats the
+restore with half the records to show whether restore time grows linearly.
+
+Usage: ``python -m benchmarks.bench_restore [--size tiny|small|full] [--count N]``.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from kafka import KafkaProducer
+from kafka import KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from benchmarks._common import Result, arguments
 from samzapy.config.model import StoreConfig
 from samzapy.kafka import broker as dev_broker
+from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
@@ -38,16 +42,16 @@ class NoProducer:
         return None
 
 
-def produce(servers: str, n: int) -> int:
+def produce(servers: str, n: int, topic: str = TOPIC) -> int:
     admin = KafkaAdminClient(bootstrap_servers=servers)
-    admin.create_topics([NewTopic(TOPIC, 1, 1, topic_configs={"cleanup.policy": "compact"})])
+    admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact"})])
     admin.close()
     producer = KafkaProducer(bootstrap_servers=servers, linger_ms=50, batch_size=1 << 20, acks=1)
     value = b"v" * 100
     started = time.perf_counter()
     last = None
     for i in range(n):
-        last = producer.send(TOPIC, key=b"key-%09d" % i, value=value, partition=0)
+        last = producer.send(topic, key=b"key-%09d" % i, value=value, partition=0)
     producer.flush()
     offset = last.get().offset
     producer.close()
@@ -55,38 +59,61 @@ def produce(servers: str, n: int) -> int:
     return offset
 
 
+def raw_consume(servers: str, topic: str) -> tuple[int, float]:
+    consumer = reader_consumer(servers)
+    started = time.perf_counter()
+    count = sum(len(batch) for batch in read_partition(consumer, TopicPartition(topic, 0), 0))
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return count, elapsed
+
+
+def restore(servers: str, topic: str, k: int, base: Path, n: int) -> tuple[float, int, int]:
+    config = StoreConfig(name="bench", changelog=SystemStream("kafka", topic))
+    changelog = KafkaChangelog(topic, 0, NoProducer(), servers)
+    store = build_store(
+        config,
+        partition=0,
+        base_dir=base,
+        key_serde=None,
+        msg_serde=None,
+        changelog=changelog,
+        metrics=MetricsGroup("bench"),
+    )
+    started = time.perf_counter()
+    stats = store.restore(k)
+    elapsed = time.perf_counter() - started
+    assert store.get(b"key-%09d" % (n - 1)) == b"v" * 100
+    store.close()
+    return elapsed, stats.restored_messages, stats.restored_bytes
+
+
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    logging.getLogger("kafka").setLevel(logging.WARNING)
+    args = arguments(__doc__, count=(20_000, 200_000, 1_000_000))
+    n = args.count
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    result = Result("restore")
     with tempfile.TemporaryDirectory() as tmp:
         info = dev_broker.start(port=dev_broker.free_port(), state_dir=Path(tmp) / "broker")
         try:
-            k = produce(info.bootstrap_servers, n)
-            metrics = MetricsGroup("bench")
-            config = StoreConfig(name="bench", changelog=SystemStream("kafka", TOPIC))
-            changelog = KafkaChangelog(TOPIC, 0, NoProducer(), info.bootstrap_servers)
-            store = build_store(
-                config,
-                partition=0,
-                base_dir=Path(tmp) / "state",
-                key_serde=None,
-                msg_serde=None,
-                changelog=changelog,
-                metrics=metrics,
-            )
-            started = time.perf_counter()
-            stats = store.restore(k)
-            elapsed = time.perf_counter() - started
-            assert store.get(b"key-%09d" % (n - 1)) == b"v" * 100
-            store.close()
+            servers = info.bootstrap_servers
+            k = produce(servers, n)
+            half_k = produce(servers, n // 2, TOPIC + "-half")
+            consumed, consume_s = raw_consume(servers, TOPIC)
+            elapsed, records, size = restore(servers, TOPIC, k, Path(tmp) / "state", n)
+            half_s, _, _ = restore(servers, TOPIC + "-half", half_k, Path(tmp) / "state-half", n // 2)
         finally:
             dev_broker.stop(Path(tmp) / "broker")
-    mb = stats.restored_bytes / 1e6
-    print(
-        f"restored {stats.restored_messages:,} records, {mb:.1f} MB in {elapsed:.1f}s: "
-        f"{stats.restored_messages / elapsed:,.0f} records/s, {mb / elapsed:.1f} MB/s"
+    limit = ("raw consume", consumed / consume_s)
+    result.add("raw kafka-python consume (changelog)", consumed / consume_s, "rec/s", limit=limit)
+    result.add("samzapy sequential restore", records / elapsed, "rec/s", limit=limit)
+    result.add("samzapy sequential restore", size / 1e6 / elapsed, "MB/s")
+    result.add("restore time, N / (N/2) (2.0 = linear)", elapsed / half_s, "x")
+    result.note(
+        f"restore: {records:,} records, {size / 1e6:.1f} MB in {elapsed:.1f} s; "
+        f"half as many in {half_s:.1f} s"
     )
+    result.write(args.result)
 
 
 if __name__ == "__main__":

@@ -12,19 +12,19 @@ tombstones), then times:
 checks that both give the same items, and prints a table (records/s and MB/s of changelog
 read; the Spark rows exclude start-up, which is shown on its own line).
 
-Usage: ``.venv/bin/python benchmarks/bench_spark_restore.py [records] [master]``
-(default 1,000,000 and ``local[*]``).
+Usage: ``python -m benchmarks.bench_spark_restore [--size tiny|small|full] [--count N]
+[--master local[*]]``.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._common import Result, arguments
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
 from samzapy.config import Config, parse_job_config
 from samzapy.kafka import broker as dev_broker
@@ -119,8 +119,9 @@ def row(what: str, seconds: float, records: int, size: int) -> str:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-    master = sys.argv[2] if len(sys.argv) > 2 else None
+    args = arguments(__doc__, count=(20_000, 200_000, 1_000_000), master="")
+    n = args.count
+    master = args.master or None
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     from samzapy.spark.bulk_restore import restore_stores
     from samzapy.spark.session import get_spark
@@ -150,21 +151,22 @@ def main() -> None:
         finally:
             dev_broker.stop(root / "broker")
     cores = spark.sparkContext.defaultParallelism
-    print(
-        f"\nchangelog: {n:,} records, {PARTITIONS} partitions; Spark master {spark.sparkContext.master} "
-        f"({cores} cores); identical store contents checked\n"
+    result = Result("spark_restore")
+    result.note(
+        f"spark restore: {n:,} changelog records, {PARTITIONS} partitions; Spark master "
+        f"{spark.sparkContext.master} ({cores} cores); identical store contents checked"
     )
-    print("| restore                                |        s |     records |   records/s |    MB/s |")
-    print("|----------------------------------------|---------:|------------:|------------:|--------:|")
-    print(row("sequential (StorageEngine.restore x4)", seq_s, seq_records, seq_bytes))
-    for label, stats in (("Spark, 1st run (cold Python workers)", first), ("Spark, 2nd run", second)):
+    seq_rate = seq_records / seq_s
+    limit = ("sequential", seq_rate)
+    result.add("sequential restore (x4 partitions)", seq_rate, "rec/s", limit=limit)
+    result.add("sequential restore (x4 partitions)", seq_bytes / 1e6 / seq_s, "MB/s")
+    for label, stats in (("Spark bulk restore, 1st run", first), ("Spark bulk restore, 2nd run", second)):
         work = stats.total_s - stats.spark_start_s
-        print(row(label, work, stats.records, stats.bytes))
-        print(
-            f"|   of which Spark job {stats.spark_job_s:5.1f}s, ingest {stats.ingest_s:4.1f}s"
-            f"{'':<10}|          |             |             |         |"
-        )
-    print(f"\nSpark session start-up (not in the rows above): {start_s:.1f}s")
+        result.add(label, stats.records / work, "rec/s", limit=limit)
+        result.add(label, stats.bytes / 1e6 / work, "MB/s")
+        result.note(f"{label}: Spark job {stats.spark_job_s:.1f} s, ingest {stats.ingest_s:.1f} s")
+    result.add("Spark session start-up (not in the rates)", start_s, "s")
+    result.write(args.result)
 
 
 if __name__ == "__main__":

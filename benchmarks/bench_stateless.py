@@ -6,20 +6,18 @@ producer writing them (the produce limit), and (c) ``samzapy run --exit-at-end``
 filter job (consume, deserialise, process, produce, commit), wall clock including start-up
 (reported separately). Prints rates and ratios from one run.
 
-    python benchmarks/bench_stateless.py --count 200000
+    python -m benchmarks.bench_stateless --count 200000
 """
 
 from __future__ import annotations
 
-import argparse
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from kafka import KafkaProducer, TopicPartition
 
+from benchmarks._common import Result, arguments, run_child, samzapy_run, write_properties
 from samzapy.generate import PageViewSpec, pageviews, produce_json
 from samzapy.kafka import broker as dev_broker
 from samzapy.kafka.reading import read_partition, reader_consumer
@@ -48,11 +46,8 @@ def raw_produce(servers: str, topic: str, values: list[bytes]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--count", type=int, default=200_000)
-    args = parser.parse_args()
+    args = arguments(__doc__, count=(20_000, 200_000, 500_000))
+    result = Result("stateless")
     with tempfile.TemporaryDirectory() as tmp:
         info = dev_broker.start(port=dev_broker.free_port(), state_dir=Path(tmp) / "broker")
         try:
@@ -60,40 +55,36 @@ def main() -> None:
             spec = PageViewSpec(count=args.count, users=10_000, pages=1000)
             produce_json(servers, "bench-in", 4, pageviews(spec))
             consumed, consume_s = raw_consume(servers, "bench-in")
-            values = [b"x" * 100] * args.count
-            produce_s = raw_produce(servers, "bench-raw-out", values)
-            config = Path(tmp) / "job.properties"
-            config.write_text(
-                "job.name=bench-stateless\n"
-                "task.class=samzapy.jobs.pageview_filter:PageViewFilterTask\n"
-                "task.inputs=kafka.bench-in\n"
-                f"systems.kafka.consumer.bootstrap.servers={servers}\n"
-                "systems.kafka.samza.key.serde=string\nsystems.kafka.samza.msg.serde=json\n"
-                "systems.kafka.samza.offset.default=oldest\n"
-                f"job.logged.store.base.dir={tmp}/state\n"
+            limit = ("raw consume", consumed / consume_s)
+            result.add("raw kafka-python consume", consumed / consume_s, "msg/s", limit=limit)
+            produce_s = raw_produce(servers, "bench-raw-out", [b"x" * 100] * args.count)
+            result.add("raw kafka-python produce (100 B)", args.count / produce_s, "msg/s", limit=limit)
+            config = write_properties(
+                Path(tmp) / "job.properties",
+                {
+                    "job.name": "bench-stateless",
+                    "task.class": "samzapy.jobs.pageview_filter:PageViewFilterTask",
+                    "task.inputs": "kafka.bench-in",
+                    "systems.kafka.consumer.bootstrap.servers": servers,
+                    "systems.kafka.samza.key.serde": "string",
+                    "systems.kafka.samza.msg.serde": "json",
+                    "systems.kafka.samza.offset.default": "oldest",
+                    "job.logged.store.base.dir": f"{tmp}/state",
+                },
             )
-            started = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-m", "samzapy", "run", str(config), "--exit-at-end"],
-                check=True,
-                capture_output=True,
-            )
-            job_s = time.perf_counter() - started
-            started = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "import samzapy.container.run_loop"], check=True)
-            import_s = time.perf_counter() - started
+            run = run_child(samzapy_run(config))
         finally:
             dev_broker.stop(Path(tmp) / "broker")
     n = args.count
-    rows = [
-        ("raw kafka-python consume", consumed / consume_s, 1.0),
-        ("raw kafka-python produce (100 B)", n / produce_s, (n / produce_s) / (consumed / consume_s)),
-        ("samzapy stateless job, end to end", n / job_s, (n / job_s) / (consumed / consume_s)),
-    ]
-    print(f"{n} messages, 4 partitions; samzapy process start-up ~{import_s:.2f}s of {job_s:.2f}s")
-    print(f"{'what':<40}{'msg/s':>12}{'x consume':>12}")
-    for name, rate, ratio in rows:
-        print(f"{name:<40}{rate:>12,.0f}{ratio:>12.2f}")
+    result.add(
+        "samzapy stateless filter, processing", n / run.busy_s, "msg/s", limit=limit, rss_mb=run.rss_mb
+    )
+    result.add("samzapy stateless filter, whole run", n / run.total_s, "msg/s", limit=limit)
+    result.note(
+        f"stateless: {n:,} messages, 4 partitions; "
+        f"samzapy start-up {run.ready_s:.1f} s of {run.total_s:.1f} s"
+    )
+    result.write(args.result)
 
 
 if __name__ == "__main__":

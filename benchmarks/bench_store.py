@@ -6,13 +6,12 @@ writer** (records are counted, not produced), so the figures are the store's own
 ~22 us per changelog record actually produced with kafka-python (DESIGN §10), which the
 object cache pays once per key per flush instead of once per put.
 
-Usage: ``.venv/bin/python benchmarks/bench_store.py [N]`` (default 200,000 operations).
+Usage: ``python -m benchmarks.bench_store [--size tiny|small|full] [--count N]``.
 """
 
 from __future__ import annotations
 
 import random
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from rocksdict import Options, Rdict, WriteBatch
 
+from benchmarks._common import Result, arguments
 from samzapy.config.model import StoreConfig
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.factory import build_store
@@ -127,7 +127,8 @@ def bench_stack(
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
+    args = arguments(__doc__, count=(20_000, 200_000, 500_000))
+    n = args.count
     rnd = random.Random(42)
     key_space = n // 4  # each key written ~4 times: what a counting task does
     keys = [f"user-{rnd.randrange(key_space):08d}" for _ in range(n)]
@@ -146,20 +147,21 @@ def main() -> None:
             ):
                 for op, value in run().items():
                     best[op] = max(best.get(op, 0.0), value)
-    print(f"best of {REPEATS} rounds")
-    print(f"{n:,} operations, {key_space:,} distinct keys, 100-byte values, no-op changelog writer")
-    print(
-        f"{'op':8} {'raw rocksdict':>15} {'stack+cache':>15} {'ratio':>7} {'stack no cache':>15} {'ratio':>7}"
+    result = Result("store")
+    result.note(
+        f"store: best of {REPEATS} rounds; {n:,} operations, {key_space:,} distinct keys, "
+        "100-byte values, no-op changelog writer"
     )
     for op in ("put", "get", "put_all"):
-        print(
-            f"{op:8} {raw[op]:>13,.0f}/s {cached[op]:>13,.0f}/s {cached[op] / raw[op]:>7.2f} "
-            f"{uncached[op]:>13,.0f}/s {uncached[op] / raw[op]:>7.2f}"
-        )
-    print(
+        limit = (f"raw {op}", raw[op])
+        result.add(f"raw rocksdict {op}", raw[op], "op/s", limit=limit)
+        result.add(f"samzapy store {op} (object cache)", cached[op], "op/s", limit=limit)
+        result.add(f"samzapy store {op} (no cache)", uncached[op], "op/s", limit=limit)
+    result.note(
         f"changelog records per put: {cached['changelog records per put']:.3f} with the cache, "
         f"{uncached['changelog records per put']:.3f} without"
     )
+    result.write(args.result)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,11 @@ twice:
    events/s; latency of a joined record = its append time (the job's producer timestamp)
    minus the append time of the later of its impression and (first) click. p50/p99/max.
 
-    python benchmarks/bench_stream_join.py --impressions 200000 --rate 2000 --seconds 20
+    python -m benchmarks.bench_stream_join --impressions 200000 --rate 2000 --seconds 20
 """
 
 from __future__ import annotations
 
-import argparse
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 import orjson
 from kafka import TopicPartition
 
+from benchmarks._common import Result, arguments, run_child
 from samzapy.config import load_config
 from samzapy.generate import AdSpec, ads, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
@@ -73,7 +73,7 @@ def read_all(servers: str, topic: str) -> list:
         consumer.close()
 
 
-def throughput(tmp: str, servers: str, impressions: int) -> None:
+def throughput(tmp: str, servers: str, impressions: int, result: Result) -> None:
     imps, clicks = ads(
         AdSpec(impressions=impressions, orphan_clicks=impressions // 100, span_ms=4 * 3_600_000)
     )
@@ -82,27 +82,19 @@ def throughput(tmp: str, servers: str, impressions: int) -> None:
     for topic in ("imp-tp", "clk-tp"):
         produce_end_of_stream(servers, topic)
     config = write_config(tmp, servers, "tp")
-    started = time.perf_counter()
-    ready = None
-    with subprocess.Popen(
-        [sys.executable, "-m", "samzapy", "run", str(config), "--exit-at-end"],
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as job:
-        for line in job.stderr:
-            if ready is None and "starts at offset" in line:
-                ready = time.perf_counter() - started
-        if job.wait() != 0:
-            raise SystemExit("the join job failed")
-    total = time.perf_counter() - started
+    run = run_child([sys.executable, "-m", "samzapy", "run", str(config), "--exit-at-end"])
     events = len(imps) + len(clicks)
     joined = len(read_all(servers, "joined-tp"))
-    busy = total - (ready or 0.0)
-    print(f"throughput: {len(imps):,} impressions + {len(clicks):,} clicks -> {joined:,} joined")
-    print(f"  start-up {ready or 0:.1f} s; processing {busy:.1f} s -> {events / busy:,.0f} events/s")
+    limit = ("Kafka Streams 20k/s", 20_000.0)
+    result.add("samzapy join, input events", events / run.busy_s, "ev/s", rss_mb=run.rss_mb)
+    result.add("samzapy join, joined pairs", joined / run.busy_s, "pairs/s", limit=limit)
+    result.note(
+        f"join throughput: {len(imps):,} impressions + {len(clicks):,} clicks -> {joined:,} joined; "
+        f"start-up {run.ready_s:.1f} s, processing {run.busy_s:.1f} s"
+    )
 
 
-def latency(tmp: str, servers: str, rate: int, seconds: int) -> None:
+def latency(tmp: str, servers: str, rate: int, seconds: int, result: Result) -> None:
     # about 1.33 events per impression: 30% are clicked, 10% of clicks twice, a few orphans
     impressions = int(rate * seconds / 1.33)
     imps, clicks = ads(AdSpec(impressions=impressions, span_ms=seconds * 1000, max_click_delay_ms=2_000))
@@ -151,26 +143,26 @@ def latency(tmp: str, servers: str, rate: int, seconds: int) -> None:
     def pct(p: float) -> int:
         return latencies[min(len(latencies) - 1, int(p * len(latencies)))]
 
-    print(f"latency at ~{len(events) / seconds:,.0f} events/s for {seconds} s: {len(latencies):,} joins")
-    print(f"  p50 {pct(0.5)} ms, p99 {pct(0.99)} ms, max {latencies[-1]} ms")
+    offered = len(events) / seconds
+    result.add(f"join latency p50 at {offered:,.0f} ev/s", pct(0.5), "ms")
+    result.add(f"join latency p99 at {offered:,.0f} ev/s", pct(0.99), "ms")
+    result.note(f"join latency: {len(latencies):,} joins in {seconds} s, max {latencies[-1]} ms")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    args = arguments(
+        __doc__, impressions=(5_000, 50_000, 200_000), rate=(1_000, 5_000, 10_000), seconds=(5, 15, 20)
     )
-    parser.add_argument("--impressions", type=int, default=200_000)
-    parser.add_argument("--rate", type=int, default=2_000, help="events/s for the latency run")
-    parser.add_argument("--seconds", type=int, default=20)
-    args = parser.parse_args()
+    result = Result("stream_join")
     with tempfile.TemporaryDirectory() as tmp:
         info = dev_broker.start(port=dev_broker.free_port(), state_dir=Path(tmp) / "broker")
         try:
             servers = info.bootstrap_servers
-            throughput(tmp, servers, args.impressions)
-            latency(tmp, servers, args.rate, args.seconds)
+            throughput(tmp, servers, args.impressions, result)
+            latency(tmp, servers, args.rate, args.seconds, result)
         finally:
             dev_broker.stop(Path(tmp) / "broker")
+    result.write(args.result)
 
 
 if __name__ == "__main__":

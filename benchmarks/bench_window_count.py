@@ -1,115 +1,166 @@
-"""Window count throughput: page views per user per hour, input topic to committed state.
+"""Window count: page views per user per hour, input topic to committed state, vs the peers.
 
 Starts its own dev broker, produces N page views keyed by user (4 partitions, U users, three
-hours of event time) and an end-of-stream marker, then runs the pageview-counter job
-(``config/pageview-counter.properties``, tumbling hour windows, the input read directly:
-``watermark.upstream.tasks=0``) with ``--exit-at-end``: every view is counted in RocksDB
-stores with changelogs, every window is emitted, and the final commit is acknowledged. It
-prints the rate over the processing phase (from the first task starting to exit; start-up and
-restore excluded, shown apart) and over the whole run.
+hours of event time, a minute of disorder) and an end-of-stream marker, then measures on that
+one topic:
 
-    python benchmarks/bench_window_count.py                  # 1M views, 100k users
-    python benchmarks/bench_window_count.py --count 100000 --users 10000
+1. raw kafka-python consume of the topic (the limit samzapy's rate is compared with);
+2. samzapy: the pageview-counter job (``config/pageview-counter.properties``, tumbling hour
+   windows, the input read directly: ``watermark.upstream.tasks=0``) with ``--exit-at-end``:
+   every view counted in a RocksDB store with a changelog, every window emitted, the final
+   commit acknowledged. Rate over the processing phase (first task ready to exit);
+3. samzapy restore: the same job again on a wiped state directory (no new input): seconds
+   until its task is ready, i.e. the window state rebuilt from the changelog;
+4. Quix Streams and Faust (each in its own venv, see :mod:`benchmarks.peers`): the same count
+   on the same topic; rate from their first message to their last; Quix's restore likewise.
+
+The input topic is created with explicit ``retention.*`` configs: Quix derives its changelog
+configs from the input topic's and fails on the dev broker's empty DescribeConfigs otherwise.
+
+    python -m benchmarks.bench_window_count --size full      # 1M views, 100k users
+    python -m benchmarks.bench_window_count --count 100000 --users 10000 --peers quix
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
-import sys
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from benchmarks import peers
+from benchmarks._common import ROOT, Result, arguments, run_child, samzapy_run, write_properties
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
+from samzapy.kafka.reading import read_partition, reader_consumer
 
-CONFIG = Path(__file__).parents[1] / "config" / "pageview-counter.properties"
+CONFIG = ROOT / "config" / "pageview-counter.properties"
+TOPIC = "bench-views"
+PARTITIONS = 4
+PEER_TIMEOUT_S = 900
 
 
-def run_timed(command: list[str]) -> tuple[float, float]:
-    """Run ``command``; (seconds until its first task starts reading, total seconds)."""
+def make_topic(servers: str, count: int, users: int) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=servers)
+    configs = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1, topic_configs=configs)])
+    admin.close()
+    spec = PageViewSpec(count=count, users=users, pages=1000, disorder_ms=60_000)
+    produce_json(servers, TOPIC, PARTITIONS, ((v["user_id"].encode(), v) for _, v in pageviews(spec)))
+    produce_end_of_stream(servers, TOPIC)
+
+
+def raw_consume(servers: str) -> tuple[int, float]:
+    consumer = reader_consumer(servers)
     started = time.perf_counter()
-    ready = None
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if ready is None and "starts at offset" in line:
-                ready = time.perf_counter() - started
-            if "ERROR" in line or "Error" in line:
-                sys.stderr.write(line)
-        code = process.wait()
-    if code != 0:
-        raise SystemExit(f"the job failed with exit code {code}")
-    return ready or 0.0, time.perf_counter() - started
+    count = sum(
+        len(batch)
+        for p in range(PARTITIONS)
+        for batch in read_partition(consumer, TopicPartition(TOPIC, p), 0)
+    )
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return count, elapsed
+
+
+def samzapy_config(tmp: Path, servers: str) -> Path:
+    props = dict(load_config(CONFIG))
+    props.update(
+        {
+            "task.inputs": f"kafka.{TOPIC}",
+            "watermark.upstream.tasks": "0",
+            "window.late.stream": "",
+            "window.output.stream": "kafka.bench-counts",
+            "systems.kafka.consumer.bootstrap.servers": servers,
+            "systems.kafka.producer.bootstrap.servers": servers,
+            "job.logged.store.base.dir": f"{tmp}/state",
+            "task.commit.ms": "10000",
+        }
+    )
+    return write_properties(tmp / "counter.properties", props)
+
+
+def run_peer(
+    peer: str, servers: str, count: int, tmp: Path, result: Result, limit: tuple[str, float]
+) -> dict:
+    """Run ``peer``'s window count; add its rows; return its figures ({} when it cannot run)."""
+    try:
+        python = peers.python_of(peer)
+        script = str(ROOT / "benchmarks" / f"peer_{peer}.py")
+        state, group = str(tmp / f"{peer}-state"), f"bench-{peer}"
+        args = [str(python), script, servers, TOPIC, str(count), state, group]
+        run = run_child(args, ready_marker=None, timeout_s=PEER_TIMEOUT_S)
+        figures = json.loads(run.stdout.strip().splitlines()[-1])
+    except (RuntimeError, SystemExit, ValueError, IndexError) as exc:
+        result.note(f"{peer}: could not run: {exc}")
+        return {}
+    rate = figures["messages"] / figures["processing_s"]
+    result.add(f"{peer} window count, processing", rate, "msg/s", limit=limit, rss_mb=run.rss_mb)
+    result.note(f"{peer}: start-up (group join, assignment) {figures['startup_s']:.1f} s")
+    figures["rate"] = rate
+    if peer == "quix":
+        restore = run_child([*args, "--restore"], ready_marker=None, timeout_s=PEER_TIMEOUT_S)
+        again = json.loads(restore.stdout.strip().splitlines()[-1])
+        # The restore run is start-up (group join) + restore + a 5 s idle timeout.
+        figures["restore_s"] = again["total_s"] - 5.0
+        result.add("quix restore run (join+restore), s", figures["restore_s"], "s", rss_mb=restore.rss_mb)
+    return figures
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    args = arguments(
+        __doc__, count=(20_000, 200_000, 1_000_000), users=(2_000, 20_000, 100_000), peers="quix,faust"
     )
-    parser.add_argument("--count", type=int, default=1_000_000)
-    parser.add_argument("--users", type=int, default=100_000)
-    parser.add_argument("--partitions", type=int, default=4)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        info = dev_broker.start(port=dev_broker.free_port(), state_dir=Path(tmp) / "broker")
+    result = Result("window_count")
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        info = dev_broker.start(port=dev_broker.free_port(), state_dir=tmp / "broker")
         try:
             servers = info.bootstrap_servers
-            spec = PageViewSpec(count=args.count, users=args.users, pages=1000, disorder_ms=60_000)
-            t = time.perf_counter()
-            produce_json(
-                servers,
-                "bench-views",
-                args.partitions,
-                ((v["user_id"].encode(), v) for _, v in pageviews(spec)),
+            started = time.perf_counter()
+            make_topic(servers, args.count, args.users)
+            result.note(
+                f"{args.count:,} views, {args.users:,} users, {PARTITIONS} partitions, "
+                f"produced in {time.perf_counter() - started:.1f} s"
             )
-            produce_end_of_stream(servers, "bench-views")
-            print(
-                f"produced {args.count:,} views for {args.users:,} users in {time.perf_counter() - t:.1f} s"
-            )
-            props = dict(load_config(CONFIG))
-            props.update(
-                {
-                    "task.inputs": "kafka.bench-views",
-                    "watermark.upstream.tasks": "0",
-                    "window.late.stream": "",
-                    "window.output.stream": "kafka.bench-counts",
-                    "systems.kafka.consumer.bootstrap.servers": servers,
-                    "systems.kafka.producer.bootstrap.servers": servers,
-                    "job.logged.store.base.dir": f"{tmp}/state",
-                    "task.commit.ms": "10000",
-                }
-            )
-            config = Path(tmp) / "counter.properties"
-            config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-            metrics = Path(tmp) / "metrics.json"
-            command = [
-                sys.executable,
-                "-m",
-                "samzapy",
-                "run",
-                str(config),
-                "--exit-at-end",
-                "--metrics-file",
-                str(metrics),
-            ]
-            ready, total = run_timed(command)
+            consumed, consume_s = raw_consume(servers)
+            raw = consumed / consume_s
+            limit = ("raw consume", raw)
+            result.add("raw kafka-python consume (same topic)", raw, "msg/s", limit=limit)
+            config = samzapy_config(tmp, servers)
+            metrics = tmp / "metrics.json"
+            run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
             snapshot = json.loads(metrics.read_text())
             processed = sum(
                 g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
             )
             puts = sum(g.get("puts", 0) for n, g in snapshot.items() if n.startswith("store."))
-            late = sum(g.get("late-messages", 0) for n, g in snapshot.items() if n.startswith("task."))
-            busy = total - ready
-            print(f"job: {processed:,} messages, {late:,} late, {puts:,} store writes reaching the engine")
-            print(f"start-up (process, broker, restore): {ready:.1f} s")
-            print(f"processing to committed state: {busy:.1f} s -> {processed / busy:,.0f} msg/s")
-            print(f"whole run: {total:.1f} s -> {processed / total:,.0f} msg/s")
+            rate = processed / run.busy_s
+            result.add("samzapy window count, processing", rate, "msg/s", limit=limit, rss_mb=run.rss_mb)
+            result.add("samzapy window count, whole run", processed / run.total_s, "msg/s", limit=limit)
+            result.note(
+                f"samzapy: {processed:,} messages, {puts:,} store writes reaching the engine; "
+                f"start-up {run.ready_s:.1f} s"
+            )
+            shutil.rmtree(tmp / "state")
+            again = run_child(samzapy_run(config))
+            result.add("samzapy restore run (start+restore), s", again.ready_s, "s", rss_mb=again.rss_mb)
+            for peer in [p for p in args.peers.split(",") if p]:
+                figures = run_peer(peer, servers, args.count, tmp, result, limit)
+                if figures:
+                    result.add(f"samzapy / {peer}, processing rate", rate / figures["rate"], "x")
+                if "restore_s" in figures:
+                    result.add(
+                        f"{peer} / samzapy, restore run time", figures["restore_s"] / again.ready_s, "x"
+                    )
         finally:
-            dev_broker.stop(Path(tmp) / "broker")
+            dev_broker.stop(tmp / "broker")
+    result.write(args.result)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,154 @@
+"""What the benchmark scripts share: sizes, result rows, and timing a child process.
+
+A benchmark script takes ``--size`` and ``--result FILE`` and writes
+``{"name", "rows": [{"what", "value", "unit", "ratio", "ratio_to", "rss_mb"}], "notes"}``
+to FILE; ``ratio`` is ``value`` over the raw limit named by ``ratio_to``, measured in the same
+run; ``rss_mb`` is the peak RSS of the process the row measures, when it is a child process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = ("tiny", "small", "full")
+
+
+@dataclass
+class Result:
+    """The rows one benchmark reports."""
+
+    name: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(
+        self,
+        what: str,
+        value: float,
+        unit: str,
+        *,
+        limit: tuple[str, float] | None = None,
+        rss_mb: float | None = None,
+    ) -> None:
+        """Add a row; ``limit`` is (name, value) of the raw limit it is compared with."""
+        ratio = None if limit is None or not limit[1] else value / limit[1]
+        self.rows.append(
+            {
+                "what": what,
+                "value": value,
+                "unit": unit,
+                "ratio": ratio,
+                "ratio_to": None if limit is None else limit[0],
+                "rss_mb": rss_mb,
+            }
+        )
+
+    def note(self, text: str) -> None:
+        """A line printed under the table (what was measured, what could not be)."""
+        self.notes.append(text)
+        print(text, flush=True)
+
+    def write(self, path: str | None) -> None:
+        """Print the rows, and write them as JSON to ``path`` when given."""
+        for row in self.rows:
+            ratio = "" if row["ratio"] is None else f"  {row['ratio']:.2f} x {row['ratio_to']}"
+            rss = "" if row["rss_mb"] is None else f"  {row['rss_mb']:.0f} MB"
+            print(f"{row['what']:<48} {row['value']:>12,.1f} {row['unit']}{ratio}{rss}", flush=True)
+        if path:
+            Path(path).write_text(json.dumps({"name": self.name, "rows": self.rows, "notes": self.notes}))
+
+
+def arguments(description: str | None, **defaults: Any) -> argparse.Namespace:
+    """``--size`` and ``--result``; ``defaults`` maps extra option names to per-size tuples
+    (tiny, small, full) or to single values."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", choices=SIZES, default="full")
+    parser.add_argument("--result", help="write the rows as JSON to this file")
+    for name, value in defaults.items():
+        kind = type(value[0]) if isinstance(value, tuple) else type(value)
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None)
+    args = parser.parse_args()
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value[SIZES.index(args.size)] if isinstance(value, tuple) else value)
+    return args
+
+
+@dataclass
+class Run:
+    """A finished child process: when it got ready, how long it ran, its peak RSS."""
+
+    ready_s: float
+    total_s: float
+    rss_mb: float
+    stdout: str
+
+    @property
+    def busy_s(self) -> float:
+        """Seconds from ready to exit."""
+        return self.total_s - self.ready_s
+
+
+def run_child(
+    command: list[str],
+    ready_marker: str | None = "starts at offset",
+    timeout_s: float | None = None,
+    **kwargs: Any,
+) -> Run:
+    """Run ``command`` to its end; the peak RSS comes from ``wait4`` on it (its own children
+    included, the largest one counting), the ready time from the first stderr line that
+    contains ``ready_marker``. Raises SystemExit with its error lines when it fails or is
+    killed after ``timeout_s``."""
+    started = time.perf_counter()
+    ready = None
+    errors: list[str] = []
+    with tempfile.TemporaryFile("w+") as out:
+        process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=out, text=True, cwd=ROOT, **kwargs)
+        assert process.stderr is not None
+        killer = threading.Timer(timeout_s, process.kill) if timeout_s else None
+        if killer:
+            killer.start()
+        for line in process.stderr:
+            if ready is None and ready_marker and ready_marker in line:
+                ready = time.perf_counter() - started
+            if "ERROR" in line or "Error" in line or "Traceback" in line:
+                errors.append(line)
+        _, status, usage = os.wait4(process.pid, 0)
+        if killer:
+            killer.cancel()
+        out.seek(0)
+        stdout = out.read()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    total = time.perf_counter() - started
+    if process.returncode != 0:
+        sys.stderr.write("".join(errors[-20:]))
+        what = f"killed after {timeout_s:.0f} s" if process.returncode == -9 else "failed"
+        last = errors[-1].strip() if errors else "no error line"
+        program = Path(command[1]).name if len(command) > 1 else command[0]
+        msg = f"{program} {what} (exit code {process.returncode}): {last}"
+        raise SystemExit(msg)
+    return Run(ready or 0.0, total, usage.ru_maxrss / 1024, stdout)
+
+
+def samzapy_run(config: Path, *extra: str) -> list[str]:
+    """The command line of ``samzapy run CONFIG --exit-at-end``."""
+    return [sys.executable, "-m", "samzapy", "run", str(config), "--exit-at-end", *extra]
+
+
+def write_properties(path: Path, props: dict[str, str]) -> Path:
+    """Write ``props`` as a properties file."""
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
