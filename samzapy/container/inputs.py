@@ -40,7 +40,7 @@ class Inputs:
     """Feeds each task its messages, in offset order per partition.
 
     A *bootstrap* stream of a task is read up to the end it had when the task started
-    before any other input of that task is delivered (the others stay paused). Among
+    before any other input of that task is delivered (the others are not read yet). Among
     records of one poll, streams of higher ``samza.priority`` are delivered first.
     """
 
@@ -48,33 +48,39 @@ class Inputs:
         self.consumer = consumer
         self.partitions = {p.tp: p for p in partitions}
         self._order = {p.tp: (-int(p.bootstrap), -p.priority, p.tp.topic, p.tp.partition) for p in partitions}
-        consumer.assign(list(self.partitions))
-        for part in partitions:
-            consumer.seek(part.tp, part.start_offset)
-        self._paused: set[TopicPartition] = set()
-        self._update_pauses()
+        self._assigned: set[TopicPartition] = set()
+        self._reassign({})
 
     def bootstrapping(self, task: Any) -> bool:
         """Whether ``task`` still waits for one of its bootstrap streams."""
         return any(p.bootstrap and not p.caught_up for p in self.partitions.values() if p.task is task)
 
-    def _update_pauses(self) -> None:
+    def _reassign(self, position: dict[SystemStreamPartition, int]) -> None:
+        """Assign every partition except the non-bootstrap inputs of tasks still bootstrapping.
+
+        Held-back partitions are left out of the assignment rather than paused: kafka-python
+        3.0 can keep the records it fetched for a paused partition and never hand them back
+        after ``resume()``, which would skip messages. A partition (re)joining the
+        assignment is seeked to its task's position, so nothing is skipped or repeated.
+        """
         waiting = {id(p.task) for p in self.partitions.values() if p.bootstrap and not p.caught_up}
-        should_pause = {tp for tp, p in self.partitions.items() if not p.bootstrap and id(p.task) in waiting}
-        if should_pause != self._paused:
-            resumed = self._paused - should_pause
-            if resumed:
-                self.consumer.resume(*resumed)
-                for tp in resumed:
-                    log.info(
-                        "%s: bootstrap streams caught up; delivering %s",
-                        self.partitions[tp].task.task_name,
-                        self.partitions[tp].ssp,
-                    )
-            paused = should_pause - self._paused
-            if paused:
-                self.consumer.pause(*paused)
-            self._paused = should_pause
+        wanted = {tp for tp, p in self.partitions.items() if p.bootstrap or id(p.task) not in waiting}
+        if wanted == self._assigned:
+            return
+        self.consumer.assign(sorted(wanted))
+        for tp in wanted - self._assigned:
+            part = self.partitions[tp]
+            self.consumer.seek(tp, position.get(part.ssp, part.start_offset))
+            if self._assigned and not part.bootstrap:
+                log.info("%s: bootstrap streams caught up; delivering %s", part.task.task_name, part.ssp)
+        self._assigned = wanted
+
+    def drop_tasks(self, kept: list[Any], position: dict[SystemStreamPartition, int]) -> None:
+        """Stop reading the partitions of every task not in ``kept`` (e.g. fenced ones); the
+        partitions kept continue from ``position`` (records polled but not processed come again)."""
+        self.partitions = {tp: p for tp, p in self.partitions.items() if p.task in kept}
+        self._assigned = set()
+        self._reassign(position)
 
     def poll(self, timeout_ms: int, max_records: int) -> list[tuple[InputPartition, list[ConsumerRecord]]]:
         """One poll: the records per partition in delivery order (bootstrap, then priority)."""
@@ -82,7 +88,7 @@ class Inputs:
         for tp, part in self.partitions.items():
             if tp in polled:
                 part.empty_polls = 0
-            elif tp not in self._paused:
+            elif tp in self._assigned:
                 part.empty_polls += 1
         batches = [(self.partitions[tp], records) for tp, records in polled.items()]
         batches.sort(key=lambda item: self._order[item[0].tp])
@@ -101,7 +107,7 @@ class Inputs:
                 if part.bootstrap:
                     log.info("%s: bootstrap stream %s read to offset %d", part.task.task_name, part.ssp, at)
         if changed:
-            self._update_pauses()
+            self._reassign(position)
 
     def all_caught_up(self) -> bool:
         """Whether every partition has been processed up to the end it had at start."""

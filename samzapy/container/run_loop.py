@@ -432,11 +432,7 @@ class Container:
             self.tasks.remove(task)
             if self._async is not None:
                 self._async.runners.pop(id(task), None)
-        inputs = self._inputs
-        inputs.partitions = {tp: p for tp, p in inputs.partitions.items() if p.task in self.tasks}
-        inputs.consumer.assign(list(inputs.partitions))
-        for tp, part in inputs.partitions.items():  # records polled but not processed come again
-            inputs.consumer.seek(tp, part.task.offsets.get(part.ssp, part.start_offset))
+        self._inputs.drop_tasks(self.tasks, self._positions())
         if not self.tasks:
             log.error("every task of this container is owned by another container now: stopping")
             self._stop_requested = True
