@@ -82,6 +82,7 @@ def run(
 def _attach_optional_commands() -> None:
     from samzapy.cli_broker import broker
     from samzapy.cli_checkpoint import checkpoint
+    from samzapy.cli_replay import replay
     from samzapy.generate import generate
     from samzapy.quickstart import quickstart
 
@@ -89,6 +90,7 @@ def _attach_optional_commands() -> None:
     main.add_command(checkpoint)
     main.add_command(generate)
     main.add_command(quickstart)
+    main.add_command(replay)
 
 
 _attach_optional_commands()
