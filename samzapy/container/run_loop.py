@@ -101,14 +101,13 @@ class Container:
             self._start()
         except SamzapyError as error:
             self.status.failed(str(error))
-            self._close(commit=False)
+            self._close()
             raise
-        code = 0
         try:
             self._loop()
             self._commit()
+            code = 0
         except MessageFailure as failure:
-            code = 1
             self.status.failed(str(failure))
             if failure.safe_to_commit:
                 self._commit()
@@ -119,15 +118,13 @@ class Container:
                     "since the last commit is committed; the next run resumes from that commit",
                     failure,
                 )
-            self._close(commit=False)
-            self._log_summary()
-            return code
+            code = 1
         except Exception as error:
             log.exception("the container failed; nothing since the last commit is committed")
             self.status.failed(f"{type(error).__name__}: {error}")
-            self._close(commit=False)
+            self._close()
             raise
-        self._close(commit=False)
+        self._close()
         self._log_summary()
         return code
 
@@ -438,7 +435,7 @@ class Container:
             self._stop_requested = True
 
     # ----------------------------------------------------------------- shutdown
-    def _close(self, commit: bool) -> None:
+    def _close(self) -> None:
         if self._async is not None:
             self._async.close()
         for task in self.tasks:
