@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import click
 import orjson
@@ -289,54 +290,40 @@ def _send(bootstrap_servers: str, topic: str, partitions: int, records: Iterable
     click.echo(f"produced {sent} {what} to '{topic}' ({partitions} partitions) on {servers}")
 
 
-@generate.command("profiles")
-@_common
-@click.option("--topic", default="profiles", show_default=True)
-@click.option("--count", default=1_000, show_default=True, type=click.IntRange(min=0))
-@click.option("--users", default=100, show_default=True, type=click.IntRange(min=1))
-@click.option("--delete-fraction", default=0.0, show_default=True, type=click.FloatRange(0, 1))
-def generate_profiles(
-    bootstrap_servers: str,
-    partitions: int,
-    seed: int,
-    topic: str,
-    count: int,
-    users: int,
-    delete_fraction: float,
-) -> None:
-    """Profile updates keyed by user: {"user_id", "name", "zip", "updated_at"}."""
-    _send(
-        bootstrap_servers,
-        topic,
-        partitions,
-        profiles(count, users, seed, delete_fraction=delete_fraction),
-        "profile updates",
-    )
+def _table_updates_command(name: str, source: Any, what: str, doc: str) -> None:
+    """Register ``samzapy generate NAME``: ``--count`` updates of a user table from ``source``."""
+
+    @generate.command(name, help=doc)
+    @_common
+    @click.option("--topic", default=name, show_default=True)
+    @click.option("--count", default=1_000, show_default=True, type=click.IntRange(min=0))
+    @click.option("--users", default=100, show_default=True, type=click.IntRange(min=1))
+    @click.option("--delete-fraction", default=0.0, show_default=True, type=click.FloatRange(0, 1))
+    def command(
+        bootstrap_servers: str,
+        partitions: int,
+        seed: int,
+        topic: str,
+        count: int,
+        users: int,
+        delete_fraction: float,
+    ) -> None:
+        records = source(count, users, seed, delete_fraction=delete_fraction)
+        _send(bootstrap_servers, topic, partitions, records, what)
 
 
-@generate.command("settings")
-@_common
-@click.option("--topic", default="settings", show_default=True)
-@click.option("--count", default=1_000, show_default=True, type=click.IntRange(min=0))
-@click.option("--users", default=100, show_default=True, type=click.IntRange(min=1))
-@click.option("--delete-fraction", default=0.0, show_default=True, type=click.FloatRange(0, 1))
-def generate_settings(
-    bootstrap_servers: str,
-    partitions: int,
-    seed: int,
-    topic: str,
-    count: int,
-    users: int,
-    delete_fraction: float,
-) -> None:
-    """Settings updates keyed by user: {"user_id", "language", "notifications", "updated_at"}."""
-    _send(
-        bootstrap_servers,
-        topic,
-        partitions,
-        settings(count, users, seed, delete_fraction=delete_fraction),
-        "settings updates",
-    )
+_table_updates_command(
+    "profiles",
+    profiles,
+    "profile updates",
+    'Profile updates keyed by user: {"user_id", "name", "zip", "updated_at"}.',
+)
+_table_updates_command(
+    "settings",
+    settings,
+    "settings updates",
+    'Settings updates keyed by user: {"user_id", "language", "notifications", "updated_at"}.',
+)
 
 
 def _ad_spec_options(fn):  # noqa: ANN001, ANN202 - a decorator stack
