@@ -81,6 +81,7 @@ class Container:
         self.registry = MetricsRegistry()
         self.metrics = self.registry.group("container")
         self.tasks: list[TaskInstance] = []
+        self._last_checkpoints: dict[str, TaskCheckpoint] = {}
         self._stop_requested = False
         self._signals = 0
         self._commits = self.metrics.counter("commit-calls")
@@ -399,14 +400,17 @@ class Container:
         crash_point("after-local-checkpoint")
         for task in self.tasks:
             task.coordinator.commit_requested = False
-            self._checkpoint_writer.write(
-                TaskCheckpoint(
-                    task.task_name,
-                    dict(task.offsets),
-                    store_offsets[task.task_name],
-                    self._fence.generations[task.task_name],
-                )
+            checkpoint = TaskCheckpoint(
+                task.task_name,
+                dict(task.offsets),
+                store_offsets[task.task_name],
+                self._fence.generations[task.task_name],
             )
+            # An idle task's checkpoint would be the one already written: skip the write, so an
+            # idle container sends nothing (and a paused zombie has nothing in flight).
+            if self._last_checkpoints.get(task.task_name) != checkpoint:
+                self._checkpoint_writer.write(checkpoint)
+                self._last_checkpoints[task.task_name] = checkpoint
         self._producer.flush()
         self._commits.inc()
         self._commit_ns.inc(time.perf_counter_ns() - started)
