@@ -37,6 +37,7 @@ _JOB_FIELDS = {  # key -> JobConfig field, for keys whose parsed value is stored
     "task.retry.max.attempts": "retry_max_attempts",
     "task.retry.backoff.ms": "retry_backoff_ms",
     "job.container.count": "container_count",
+    "job.standbytasks.replication.factor": "standby_replication_factor",
     "task.async.queue.size": "async_queue_size",
     "task.process.delay.ms": "process_delay_ms",
 }
@@ -299,6 +300,16 @@ class _JobParser:
                 result[name] = StoreConfig(name, **kwargs)
         return result
 
+    def check_standbys(self) -> None:
+        key = "job.standbytasks.replication.factor"
+        factor, containers = self.parsed.get(key), self.parsed.get("job.container.count", 1)
+        if factor is not None and factor > containers:
+            self.invalid(
+                key,
+                f"<= job.container.count ({containers}): each copy of a task's stores lives on another "
+                "container",
+            )
+
     def servers(self, system: str) -> tuple[str, str]:
         consumer = self.parsed.get(f"systems.{system}.consumer.bootstrap.servers")
         producer = self.parsed.get(f"systems.{system}.producer.bootstrap.servers")
@@ -321,6 +332,7 @@ class _JobParser:
         serializers = self.serializers()
         self.check_serde_refs(serializers)
         streams, stores = self.streams(system), self.stores_config(system)
+        self.check_standbys()
         if check_task_class and "task.class" in self.parsed:
             self.check_task_class()
         if self.problems:

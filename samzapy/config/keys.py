@@ -385,6 +385,15 @@ KEYS: tuple[KeySpec, ...] = (
         _JOB,
     ),
     _key(
+        "job.standbytasks.replication.factor",
+        _int(1),
+        "1",
+        "Copies of each task's stores: 1 keeps only the owner's; R > 1 also keeps R-1 warm standby copies, "
+        "container I holding those of containers I-1 .. I-(R-1) (mod job.container.count), so that a "
+        "failover replays only a short changelog tail. At most job.container.count.",
+        _JOB,
+    ),
+    _key(
         "job.logged.store.base.dir",
         PATH,
         "state",

@@ -79,6 +79,7 @@ class JobConfig:
     window_ms: int | None = None
     commit_ms: int = 60_000
     container_count: int = 1
+    standby_replication_factor: int = 1  # 1: no standby copies (samzapy/container/standby.py)
     max_concurrency: int = 1
     logged_store_base_dir: Path = Path("state")
     consumer_bootstrap_servers: str = "localhost:9092"

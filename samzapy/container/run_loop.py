@@ -31,6 +31,7 @@ from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.collector import OutputStreams, TaskCollector
 from samzapy.container.fencing import Fence
 from samzapy.container.inputs import InputPartition, Inputs
+from samzapy.container.standby import StandbyReplicas, adopt_standby_checkpoints
 from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
 from samzapy.context import StoreContext
 from samzapy.crashpoints import crash_point
@@ -91,6 +92,7 @@ class Container:
         self._admin: TopicAdmin | None = None
         self._window_ns = self.metrics.counter("window-ns")
         self._async: AsyncRunner | None = None  # runs the AsyncStreamTask tasks, if any
+        self._standby: StandbyReplicas | None = None  # warm copies of other containers' stores
         self.status = ContainerStatus()  # for /health
         self.reporters = Reporters.from_config(config, job, self.registry, self.status, container_id)
 
@@ -181,6 +183,7 @@ class Container:
         policy = ErrorPolicy(job, self._producer)
         task_class = resolve_task_class(job.task_class, self.config.location("task.class"))
         self._log_start(mine, input_counts, checkpoints)
+        adopt_standby_checkpoints(job, mine)  # a failover restores from the standby's checkpoints
         if any(s.restore_engine == "spark" for s in job.stores.values()):
             from samzapy.spark.bulk_restore import restore_for_container  # needs the spark extra
 
@@ -208,6 +211,9 @@ class Container:
         if self._async is not None:
             self._async.start()
         register_container_gauges(self.registry, self.tasks, self._inputs)
+        self._standby = StandbyReplicas.start_for(
+            job, self.container_id, task_count, consumer_servers, self.registry
+        )
         self.status.running()
 
     def _input_partition_counts(self) -> tuple[int, dict[SystemStream, int]]:
@@ -440,6 +446,8 @@ class Container:
 
     # ----------------------------------------------------------------- shutdown
     def _close(self) -> None:
+        if self._standby is not None:
+            self._standby.stop()
         if self._async is not None:
             self._async.close()
         for task in self.tasks:

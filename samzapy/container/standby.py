@@ -1,0 +1,261 @@
+"""Standby replicas (``job.standbytasks.replication.factor``, as in Samza and Kafka Streams): a
+container keeps warm copies of other containers' task stores, so that a failover replays only
+a short changelog tail instead of the whole changelog.
+
+Assignment (:func:`standby_partitions`): with ``N`` containers and replication factor ``R``,
+container ``I`` stands by for the tasks of containers ``I-1, ..., I-(R-1)`` (mod ``N``); none
+when ``N == 1`` or ``R == 1``. ``R <= N`` is checked with the configuration, so no container
+stands by for its own tasks and every task has ``R - 1`` standbys on distinct containers.
+
+How a copy stays warm (:class:`StandbyReplicas`, one background thread per container):
+
+1. tail the job's checkpoint topic: the newest checkpoint of each task gives ``K``, the
+   changelog offset of each store's committed state (lower ownership generations ignored);
+2. apply that store's changelog records up to ``K`` (never beyond: records after ``K`` may
+   still be undone by the owner's next restore) to a RocksDB database of its own, straight
+   into the engine, as a restore does;
+3. at most every ``task.commit.ms``, take a local checkpoint at ``K``
+   (:mod:`samzapy.container.standby_store` has the layout).
+
+A container that takes a task over first moves the standby checkpoints of that task next to
+its store (:func:`adopt_standby_checkpoints`); the restore then starts from the newest one at
+or below the task's ``K`` and replays only what the owner committed after it.
+
+A standby never writes to Kafka: its changelog readers have a producer that raises on send,
+and it has no checkpoint writer. A failing standby logs the error and stops standing by; the
+container's own tasks go on (a failover then restores from the changelog as without standbys).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+from kafka import TopicPartition
+
+from samzapy.checkpoint import TaskCheckpoint
+from samzapy.config import JobConfig
+from samzapy.container.standby_store import StandbyStore, standby_dir
+from samzapy.errors import CheckpointError
+from samzapy.kafka.reading import read_partition, reader_consumer
+from samzapy.metrics import MetricsRegistry
+from samzapy.stores.checkpoints import LocalCheckpoints
+from samzapy.stores.factory import store_dir
+from samzapy.streams import task_name_for
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two progress lines of the standby thread.
+PROGRESS_EVERY_S = 5.0
+#: How long :meth:`StandbyReplicas.stop` waits for the thread.
+STOP_TIMEOUT_S = 30.0
+
+
+def standby_partitions(
+    task_count: int, container_count: int, container_id: int, replication_factor: int
+) -> list[int]:
+    """The tasks (partition numbers) container ``container_id`` keeps standby copies of.
+
+    Container ``I`` owns the tasks ``p`` with ``p % N == I`` and stands by for the tasks of
+    containers ``I-1 .. I-(R-1)`` (mod ``N``).
+
+    >>> standby_partitions(4, 2, 0, 2), standby_partitions(4, 2, 1, 2)
+    ([1, 3], [0, 2])
+    >>> standby_partitions(6, 3, 0, 2), standby_partitions(6, 3, 0, 3)
+    ([2, 5], [1, 2, 4, 5])
+    >>> standby_partitions(4, 1, 0, 1), standby_partitions(4, 2, 0, 1)
+    ([], [])
+    """
+    if container_count <= 1 or replication_factor <= 1:
+        return []
+    owners = {
+        (container_id - j) % container_count for j in range(1, min(replication_factor, container_count))
+    }
+    return [p for p in range(task_count) if p % container_count in owners]
+
+
+def _standby_configs(job: JobConfig) -> list[Any]:
+    """The stores that can have standbys: logged RocksDB stores (an in-memory store lives only
+    in its owner's process; an unlogged one has nothing to tail)."""
+    return [s for s in job.stores.values() if s.changelog is not None and s.engine == "rocksdb"]
+
+
+def adopt_standby_checkpoints(job: JobConfig, partitions: list[int]) -> int:
+    """Move the standby checkpoints of the stores of ``partitions`` (tasks this container is
+    about to own) next to the stores, where the restore looks for them; the number moved.
+
+    Call before restoring. A checkpoint at an offset the store has already is left where it is;
+    one that vanishes meanwhile (a standby of another container on the same base dir pruned it)
+    is skipped.
+    """
+    moved = 0
+    for config in _standby_configs(job):
+        topic = config.changelog.stream
+        for partition in partitions:
+            theirs = LocalCheckpoints(
+                standby_dir(job.logged_store_base_dir, config.name, partition), topic, partition
+            )
+            ours = LocalCheckpoints(
+                store_dir(job.logged_store_base_dir, config.name, partition), topic, partition
+            )
+            have = {c.offset for c in ours.newest_first()}
+            for checkpoint in theirs.newest_first():
+                if checkpoint.offset in have:
+                    continue
+                ours.root.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.rename(checkpoint.path, ours.root / str(checkpoint.offset))
+                except OSError as exc:
+                    log.warning("standby checkpoint %s could not be adopted: %s", checkpoint.path, exc)
+                    continue
+                moved += 1
+                log.info(
+                    "%s: store %s: adopted the standby checkpoint at changelog offset %d",
+                    task_name_for(partition),
+                    config.name,
+                    checkpoint.offset,
+                )
+    return moved
+
+
+class StandbyReplicas:
+    """The standby copies of one container, kept warm by one background thread.
+
+    The thread owns every database handle and consumer it uses (none is shared with the
+    container's tasks); the container only starts it, reads its metrics and stops it.
+
+    Args:
+        job: the job's configuration.
+        partitions: the tasks to stand by for (:func:`standby_partitions`).
+        servers: bootstrap servers to read the checkpoint topic and the changelogs from.
+        registry: where the ``standby.<store>.<task>`` metric groups go.
+    """
+
+    def __init__(
+        self, job: JobConfig, partitions: list[int], servers: str, registry: MetricsRegistry
+    ) -> None:
+        self.job = job
+        self.partitions = partitions
+        self.stores = [
+            StandbyStore(
+                config,
+                partition,
+                job.logged_store_base_dir,
+                servers,
+                registry.group(f"standby.{config.name}.{task_name_for(partition)}"),
+            )
+            for partition in partitions
+            for config in _standby_configs(job)
+        ]
+        self._servers = servers
+        self._tp = TopicPartition(job.checkpoint_topic, 0)
+        self._position = 0
+        self._committed: dict[str, TaskCheckpoint] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="standby-replicas", daemon=True)
+        self.failed = False
+
+    @classmethod
+    def start_for(
+        cls,
+        job: JobConfig,
+        container_id: int,
+        task_count: int,
+        servers: str,
+        registry: MetricsRegistry,
+    ) -> StandbyReplicas | None:
+        """Start the standbys of container ``container_id``; ``None`` when it has none."""
+        partitions = standby_partitions(
+            task_count, job.container_count, container_id, job.standby_replication_factor
+        )
+        if not partitions:
+            return None
+        names = ", ".join(task_name_for(p) for p in partitions)
+        configs = _standby_configs(job)
+        if not configs:
+            log.info("standby tasks %s: no logged RocksDB store to keep a copy of", names)
+            return None
+        log.info(
+            "standby replicas (job.standbytasks.replication.factor=%d): container %d keeps warm copies "
+            "of stores %s of tasks %s in %s/<store>/Partition_<N>.standby",
+            job.standby_replication_factor,
+            container_id,
+            ", ".join(c.name for c in configs),
+            names,
+            job.logged_store_base_dir,
+        )
+        replicas = cls(job, partitions, servers, registry)
+        replicas._thread.start()
+        return replicas
+
+    # ----------------------------------------------------------------- the thread
+    def _run(self) -> None:
+        consumer = reader_consumer(self._servers)
+        commit_s = self.job.commit_ms / 1000
+        next_progress = time.monotonic() + PROGRESS_EVERY_S
+        try:
+            while not self._stop.is_set():
+                self._tail_checkpoints(consumer)
+                for store in self.stores:
+                    if self._stop.is_set():
+                        break
+                    store.catch_up(self._committed_offset(store), self._stop)
+                    store.maybe_checkpoint(time.monotonic(), commit_s)
+                if time.monotonic() >= next_progress:
+                    next_progress = time.monotonic() + PROGRESS_EVERY_S
+                    self._log_progress()
+        except Exception:
+            self.failed = True
+            log.exception(
+                "standby replicas failed and stop; this container's tasks go on, and a failover of "
+                "the tasks it stood by for restores from the changelog"
+            )
+        finally:
+            consumer.close()
+            for store in self.stores:
+                try:
+                    store.close()
+                except Exception:
+                    log.exception("closing the %s failed", store)
+
+    def _tail_checkpoints(self, consumer: Any) -> None:
+        """Read the checkpoint topic from where the last call stopped to its end."""
+        watched = {task_name_for(p) for p in self.partitions}
+        for batch in read_partition(consumer, self._tp, self._position):
+            for record in batch:
+                self._position = record.offset + 1
+                if record.key is None or record.value is None or record.key.decode() not in watched:
+                    continue
+                try:
+                    checkpoint = TaskCheckpoint.from_bytes(record.value, f"{self._tp}@{record.offset}")
+                except CheckpointError as exc:
+                    log.warning("standby replicas: %s: skipped", exc)
+                    continue
+                previous = self._committed.get(checkpoint.task_name)
+                if previous is None or checkpoint.generation >= previous.generation:
+                    self._committed[checkpoint.task_name] = checkpoint  # else: a fenced zombie's
+
+    def _committed_offset(self, store: StandbyStore) -> int | None:
+        checkpoint = self._committed.get(store.task_name)
+        return None if checkpoint is None else checkpoint.changelog_offsets.get(store.name)
+
+    def _log_progress(self) -> None:
+        log.info(
+            "standby replicas: %s",
+            "; ".join(
+                f"{s.task_name}/{s.name}: committed {s.committed}, applied {s.applied}, "
+                f"checkpoint {s.checkpointed}, lag {s.lag}"
+                for s in self.stores
+            ),
+        )
+
+    # ----------------------------------------------------------------- shutdown
+    def stop(self) -> None:
+        """Stop the thread; it closes its databases and consumers. Nothing is written."""
+        self._stop.set()
+        self._thread.join(timeout=STOP_TIMEOUT_S)
+        if self._thread.is_alive():
+            log.warning("the standby thread did not stop within %.0fs; leaving it", STOP_TIMEOUT_S)

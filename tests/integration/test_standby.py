@@ -1,0 +1,194 @@
+"""Standby replicas (issue 7): a container keeps warm copies of another container's stores by
+tailing their changelogs, so that a failover replays no changelog; the standby never writes.
+
+Real dev broker, RocksDB stores, job subprocesses (SIGKILL of the failed container).
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from rocksdict import AccessType, Options, Rdict
+from support import (
+    consume_all,
+    create_topic,
+    kill9,
+    metric_sum,
+    produce,
+    read_metrics,
+    run_job,
+    start_job,
+    wait_for,
+    write_config,
+)
+
+from samzapy.checkpoint import read_checkpoints
+
+pytestmark = [pytest.mark.integration, pytest.mark.crash]
+
+PARTITIONS = 4
+MOVED = (1, 3)  # the tasks of container 1, the one that fails
+STAYED = (0, 2)
+
+
+def properties(name: str, broker: str, state: Path, containers: int, factor: int) -> dict[str, str]:
+    return {
+        "job.name": name,
+        "job.container.count": str(containers),
+        "job.standbytasks.replication.factor": str(factor),
+        "task.class": "stateful_tasks:CountingTask",
+        "task.inputs": f"kafka.{name}-in",
+        "task.commit.ms": "300",
+        "systems.kafka.consumer.bootstrap.servers": broker,
+        "systems.kafka.samza.key.serde": "string",
+        "systems.kafka.samza.msg.serde": "string",
+        "systems.kafka.samza.offset.default": "oldest",
+        "stores.counts.factory": "rocksdb",
+        "stores.counts.changelog": f"kafka.{name}-counts-changelog",
+        "stores.counts.key.serde": "string",
+        "stores.counts.msg.serde": "long",
+        "stores.counts.object.cache.size": "0",  # every count to the changelog: a long changelog
+        "job.logged.store.base.dir": str(state),
+    }
+
+
+def produce_keyed(broker: str, topic: str, count: int, seed: int) -> Counter:
+    rng = random.Random(seed)
+    keyed = [f"key-{rng.randrange(400)}" for _ in range(count)]
+    produce(broker, topic, ((k.encode(), f"m{i}".encode()) for i, k in enumerate(keyed)))
+    return Counter(keyed)
+
+
+def read_counts(state: Path) -> dict[str, int]:
+    """Every task's counts in the live stores under ``state``."""
+    counts = {}
+    for p in range(PARTITIONS):
+        db = Rdict(
+            str(state / "counts" / f"Partition_{p}"),
+            options=Options(raw_mode=True),
+            access_type=AccessType.read_only(),
+        )
+        try:
+            counts.update({k.decode(): int.from_bytes(v, "big", signed=True) for k, v in db.items()})
+        finally:
+            db.close()
+    return counts
+
+
+class Job:
+    """The topics of the test job, read back."""
+
+    def __init__(self, broker: str, name: str) -> None:
+        self.broker = broker
+        self.input = f"{name}-in"
+        self.changelog = f"{name}-counts-changelog"
+        self.checkpoints = f"__samza_checkpoint_ver_1_for_{name}_1"
+
+    def processed(self, partitions: tuple[int, ...]) -> bool:
+        """Whether the tasks of ``partitions`` have committed every input record."""
+        ends = Counter(r.partition for r in consume_all(self.broker, self.input))
+        found = read_checkpoints(self.broker, self.checkpoints)
+        return all(
+            f"Partition {p}" in found and sum(found[f"Partition {p}"].input_offsets.values()) == ends[p]
+            for p in partitions
+        )
+
+    def committed(self, partition: int) -> int:
+        """The changelog offset the task's newest checkpoint holds for the store."""
+        return read_checkpoints(self.broker, self.checkpoints)[f"Partition {partition}"].changelog_offsets[
+            "counts"
+        ]
+
+    def changelog_records(self, partitions: tuple[int, ...]) -> int:
+        return sum(1 for r in consume_all(self.broker, self.changelog) if r.partition in partitions)
+
+    def checkpoint_records(self, partitions: tuple[int, ...]) -> int:
+        names = {f"Partition {p}".encode() for p in partitions}
+        return sum(1 for r in consume_all(self.broker, self.checkpoints) if r.key in names)
+
+
+def standby_caught_up(job: Job, metrics: Path, partitions: tuple[int, ...]) -> bool:
+    """Whether the standbys of ``partitions`` (metrics of their container) have a local
+    checkpoint at the owner's newest committed changelog offset."""
+    if not metrics.exists():
+        return False
+    snapshot = read_metrics(metrics)
+    for p in partitions:
+        group = snapshot.get(f"standby.counts.Partition {p}", {})
+        k = job.committed(p)
+        if group.get("standby-committed-offset") != k or group.get("standby-checkpoint-offset") != k:
+            return False
+    return True
+
+
+def test_a_standby_makes_failover_skip_the_full_restore_and_never_writes(tmp_path, broker):
+    name = "standby"
+    job = Job(broker, name)
+    create_topic(broker, job.input, PARTITIONS)
+    expected = produce_keyed(broker, job.input, 8_000, seed=21)
+    two = [
+        write_config(tmp_path / f"c{i}.properties", properties(name, broker, tmp_path / f"c{i}", 2, 2))
+        for i in (0, 1)
+    ]
+    metrics = [tmp_path / f"c{i}.metrics.json" for i in (0, 1)]
+
+    def start(i: int):
+        log = tmp_path / f"c{i}.log"
+        return start_job(two[i], "--container-id", str(i), "--metrics-file", str(metrics[i]), log=log)
+
+    # Container 1 first: its tasks commit everything before container 0 and its standby start.
+    c1 = start(1)
+    c0 = None
+    try:
+        wait_for(lambda: job.processed(MOVED), timeout=120, what="container 1 to process its input")
+        changelog_before = job.changelog_records(MOVED)
+        checkpoints_before = job.checkpoint_records(MOVED)
+        c0 = start(0)
+        wait_for(lambda: job.processed(STAYED), timeout=120, what="container 0 to process its input")
+        wait_for(lambda: standby_caught_up(job, metrics[0], MOVED), timeout=120, what="the standby on c0")
+        wait_for(lambda: standby_caught_up(job, metrics[1], STAYED), timeout=120, what="the standby on c1")
+
+        # The standby of tasks 1 and 3 replayed their whole changelog and wrote nothing: no
+        # changelog record for their partitions, no checkpoint for their tasks.
+        assert job.changelog_records(MOVED) == changelog_before
+        assert job.checkpoint_records(MOVED) == checkpoints_before
+        snapshot = read_metrics(metrics[0])
+        assert metric_sum(snapshot, "standby.counts.Partition ", "standby-applied-messages") == (
+            job.committed(1) + 1 + job.committed(3) + 1
+        )
+        assert metric_sum(snapshot, "standby.counts.Partition ", "standby-lag") == 0
+
+        # More input while both run: the standbys follow the owners' commits.
+        expected += produce_keyed(broker, job.input, 8_000, seed=22)
+        wait_for(lambda: job.processed(MOVED + STAYED), timeout=120, what="the second input")
+        wait_for(lambda: standby_caught_up(job, metrics[0], MOVED), timeout=120, what="the standby on c0")
+
+        kill9(c1)  # container 1 dies, and its machine with it
+        c0.send_signal(signal.SIGTERM)
+        assert c0.wait(timeout=60) == 0
+    finally:
+        for process in (c0, c1):
+            if process is not None:
+                kill9(process)
+
+    moved_changelog = job.changelog_records(MOVED)
+    expected += produce_keyed(broker, job.input, 2_000, seed=23)
+    one = write_config(tmp_path / "one.properties", properties(name, broker, tmp_path / "c0", 1, 1))
+    after = tmp_path / "one.metrics.json"
+
+    result = run_job(one, "--exit-at-end", "--metrics-file", str(after))
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_counts(tmp_path / "c0") == dict(expected)
+    snapshot = read_metrics(after)
+    assert moved_changelog > 5_000  # what a restore without the standby would replay
+    for p in MOVED + STAYED:  # moved tasks: from the standby's checkpoint at K; the others: local
+        assert metric_sum(snapshot, f"store.counts.Partition {p}", "restored-messages") == 0, p
+        assert metric_sum(snapshot, f"store.counts.Partition {p}", "trimmed-messages") == 0, p
+    assert "adopted the standby checkpoint" in result.stderr
+    start_log = (tmp_path / "c0.log").read_text()
+    assert "container 0 keeps warm copies of stores counts of tasks Partition 1, Partition 3" in start_log
