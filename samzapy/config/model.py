@@ -103,6 +103,9 @@ class JobConfig:
     retry_backoff_ms: int = 100  # pause before the first retry, doubled on each further one
     async_queue_size: int = 1000  # messages an async task may hold before its inputs pause
     process_delay_ms: int | None = None  # async tasks: process at timestamp + this, at the earliest
+    query_port: int | None = None  # interactive queries (samzapy/query): None: off, 0: any free port
+    query_host: str = "0.0.0.0"
+    query_advertised_host: str | None = None  # None: query_host, or the host name for 0.0.0.0
 
     @property
     def checkpoint_topic(self) -> str:

@@ -25,7 +25,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -177,6 +177,10 @@ class MetricsHttpServer:
         self.collectors.register(RegistryCollector(registry, source))
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: More paths served on this port: prefix -> route(path with query) -> (status, content
+        #: type, body). The interactive queries (samzapy.query) add ``/stores`` when configured
+        #: on the same port.
+        self.routes: dict[str, Callable[[str], tuple[int, str, bytes]]] = {}
 
     @property
     def port(self) -> int:
@@ -250,6 +254,8 @@ def _handler(server: MetricsHttpServer) -> type[BaseHTTPRequestHandler]:
                 self._send(code, "application/json", json.dumps(body, default=str).encode())
             elif path == "/":
                 self._send(200, "text/plain; charset=utf-8", b"samzapy: /metrics (Prometheus), /health\n")
+            elif route := next((r for p, r in server.routes.items() if path.startswith(p)), None):
+                self._send(*route(self.path))
             else:
                 self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics or /health\n")
 

@@ -1,0 +1,454 @@
+"""The query service of one container: answers ``/stores/...`` requests from the stores of its
+own tasks and, for keys owned by tasks of other containers, through those containers.
+
+Which task holds a key (docs/queries.md, "Locating a key"):
+
+1. the **owner**: ``murmur2(serialised key) % task count``, the task that consumes the
+   input partition Kafka's default partitioner sends that key to. For a store keyed like the
+   input (the usual case) the key can be nowhere else, and the owner's answer is final when
+   it has the key;
+2. if the owner does not have it, **every other task** is searched, this container's first,
+   then each other container (asked once each, for all of its tasks): stores keyed otherwise
+   (``(key, window)`` tuples, re-keyed data) are still found. A key in no task is a 404.
+
+``?partition=N`` asks one task only. A request forwarded by another container carries
+``scope=local`` and is answered from this container's tasks alone, so requests never loop.
+
+A task that is restoring answers 503 with the reason, never data that may be older than the
+last commit, unless the request says ``allow_stale=true``: then a :class:`StaleSource` (the
+newest local checkpoint; later a standby replica) answers, flagged ``"stale": true``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from samzapy.config.model import JobConfig
+from samzapy.health import RESTORING, RUNNING, ContainerStatus
+from samzapy.kafka.partitioner import partition_for_key
+from samzapy.metrics import MetricsRegistry
+from samzapy.query.directory import Directory
+from samzapy.query.keys import KeyCodec, QueryError, check_format
+from samzapy.query.sources import LiveReader, StaleSource, StoreReader
+from samzapy.serdes import SerdeResolver
+from samzapy.streams import task_name_for
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 10_000
+#: Seconds to wait for another container's answer.
+PROXY_TIMEOUT_S = 5.0
+COMMITTED_OR_NEWER = "committed-or-newer"
+
+
+@dataclass
+class Answer:
+    """An HTTP answer: status and JSON body."""
+
+    status: int
+    body: dict[str, Any] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        """The body as JSON bytes."""
+        return json.dumps(self.body, default=str).encode()
+
+
+def _flag(params: dict[str, str], name: str) -> bool:
+    value = params.get(name, "false").lower()
+    if value not in ("true", "false", "1", "0", ""):
+        msg = f"{name}={params[name]} is not a boolean: use true or false"
+        raise QueryError(msg)
+    return value in ("true", "1", "")
+
+
+def _int_param(params: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        msg = f"{name}={raw} must be an integer from {low} to {high}"
+        raise QueryError(msg)
+    return value
+
+
+class QueryService:
+    """Answers queries on the stores of one container (thread-safe; see the module doc).
+
+    Args:
+        job: the job's configuration (stores, serdes, container count).
+        container_id: this container.
+        task_count: the job's task count (the partition count of its widest input).
+        tasks: returns the container's live task instances (``TaskInstance``) right now.
+        status: the container's status, per task.
+        registry: the container's metrics (input lag).
+        committed: returns the last checkpoint written per task name (``TaskCheckpoint``).
+        directory: where other containers announced their URLs (``None``: one container).
+        stale: where restoring tasks may be read from with ``allow_stale=true``.
+    """
+
+    def __init__(
+        self,
+        job: JobConfig,
+        container_id: int,
+        task_count: int,
+        tasks: Callable[[], list[Any]],
+        status: ContainerStatus,
+        *,
+        registry: MetricsRegistry | None = None,
+        committed: Callable[[], dict[str, Any]] | None = None,
+        directory: Directory | None = None,
+        stale: StaleSource | None = None,
+    ) -> None:
+        self.job = job
+        self.container_id = container_id
+        self.task_count = task_count
+        self.mine = [p for p in range(task_count) if p % job.container_count == container_id]
+        self._tasks = tasks
+        self.status = status
+        self.registry = registry
+        self._committed = committed or dict
+        self.directory = directory
+        self.stale = stale
+        serdes = SerdeResolver(job)
+        self._codecs = {name: KeyCodec(*serdes.for_store(cfg)) for name, cfg in job.stores.items()}
+        # One read at a time, and none once closed: the container closes its stores after
+        # close() returns, so no read may still be running then.
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def close(self) -> None:
+        """Stop answering from the stores (waits for a read in progress)."""
+        with self._lock:
+            self._closed = True
+
+    # ----------------------------------------------------------------- entry point
+    def handle(self, target: str) -> Answer:
+        """The answer to ``GET target`` (a path with its query string)."""
+        parsed = urllib.parse.urlsplit(target)
+        params = {k: v[-1] for k, v in urllib.parse.parse_qs(parsed.query, keep_blank_values=True).items()}
+        parts = parsed.path.strip("/").split("/")
+        try:
+            if parts == ["stores"]:
+                return self.index()
+            if len(parts) < 3 or parts[0] != "stores":
+                raise QueryError(f"unknown path '{parsed.path}': see /stores", 404)
+            store = urllib.parse.unquote(parts[1])
+            if parts[2] == "keys" and len(parts) >= 4:
+                key = urllib.parse.unquote("/".join(parts[3:]))
+                return self.get(store, key, params)
+            if parts[2:] == ["range"]:
+                return self.range(store, params)
+            if parts[2:] == ["partitions"]:
+                return self.partitions(store)
+            raise QueryError(
+                f"unknown path '{parsed.path}': use /stores/{store}/keys/<key>, /stores/{store}/range "
+                f"or /stores/{store}/partitions",
+                404,
+            )
+        except QueryError as error:
+            return Answer(error.status, {"error": str(error), "container": self.container_id})
+
+    def _codec(self, store: str) -> KeyCodec:
+        codec = self._codecs.get(store)
+        if codec is None:
+            known = ", ".join(sorted(self._codecs)) or "none"
+            raise QueryError(
+                f"store '{store}' is not a store of job '{self.job.job_name}' (stores: {known})", 404
+            )
+        return codec
+
+    # ----------------------------------------------------------------- endpoints
+    def index(self) -> Answer:
+        """``/stores``: the job's stores with their serdes, and this container's tasks."""
+        stores = {
+            name: {
+                "key_serde": cfg.key_serde,
+                "msg_serde": cfg.msg_serde,
+                "changelog": str(cfg.changelog) if cfg.changelog else None,
+            }
+            for name, cfg in self.job.stores.items()
+        }
+        tasks = [task_name_for(p) for p in self.mine]
+        return Answer(
+            200, {"job": self.job.job_name, "container": self.container_id, "stores": stores, "tasks": tasks}
+        )
+
+    def get(self, store: str, text: str, params: dict[str, str]) -> Answer:
+        """``/stores/<store>/keys/<key>``: the value of one key (module doc for where)."""
+        codec = self._codec(store)
+        fmt = check_format(params.get("format"))
+        key = codec.key_bytes(text, fmt)
+        allow_stale = _flag(params, "allow_stale")
+        local_only = params.get("scope") == "local"
+        blocked: dict[str, str] = {}
+        path = f"/stores/{_q(store)}/keys/{_q(text)}"
+        explicit = "partition" in params
+        if explicit:
+            first: int | None = _int_param(params, "partition", 0, 0, self.task_count - 1)
+        else:
+            first = None if local_only else partition_for_key(key, self.task_count)
+        if first is not None:
+            owner = first % self.job.container_count
+            if owner == self.container_id:
+                found = self._get_local(store, key, [first], fmt, allow_stale, blocked)
+            elif local_only:
+                blocked[task_name_for(first)] = f"not a task of container {self.container_id}"
+                found = None
+            else:
+                found = self._remote(owner, path, {**params, "partition": str(first)}, blocked)
+            if found is not None or explicit:
+                return found or self._missing(store, text, blocked)
+        others = [p for p in self.mine if p != first]
+        found = self._get_local(store, key, others, fmt, allow_stale, blocked)
+        if found is None and not local_only:
+            for container in self._other_containers():
+                found = self._remote(container, path, params, blocked)
+                if found is not None:
+                    break
+        return found or self._missing(store, text, blocked)
+
+    def _get_local(
+        self,
+        store: str,
+        key: bytes,
+        partitions: list[int],
+        fmt: str,
+        allow_stale: bool,
+        blocked: dict[str, str],
+    ) -> Answer | None:
+        codec = self._codec(store)
+        for partition in partitions:
+            with self._lock:
+                reader, stale = self._reader(store, partition, allow_stale, blocked)
+                if reader is None:
+                    continue
+                try:
+                    value = reader.get(key)
+                finally:
+                    if stale:
+                        reader.close()
+            if value is not None:
+                return Answer(
+                    200,
+                    {
+                        "store": store,
+                        "key": codec.render_key(key, fmt),
+                        "value": codec.render_value(value, fmt),
+                        **self._where(partition, reader, stale),
+                    },
+                )
+        return None
+
+    def _where(self, partition: int, reader: StoreReader, stale: bool) -> dict[str, Any]:
+        return {
+            "task": task_name_for(partition),
+            "container": self.container_id,
+            "source": reader.source,
+            "stale": stale,
+            "consistency": "stale" if stale else COMMITTED_OR_NEWER,
+        }
+
+    def _missing(self, store: str, text: str, blocked: dict[str, str]) -> Answer:
+        if blocked:
+            return Answer(
+                503,
+                {
+                    "error": f"key '{text}' of store '{store}' cannot be answered now: "
+                    + "; ".join(f"{t}: {r}" for t, r in sorted(blocked.items())),
+                    "reason": _reason(blocked),
+                    "blocked": blocked,
+                    "container": self.container_id,
+                },
+            )
+        return Answer(
+            404, {"error": f"key '{text}' is not in store '{store}'", "container": self.container_id}
+        )
+
+    def range(self, store: str, params: dict[str, str]) -> Answer:
+        """``/stores/<store>/range?from=&to=&limit=``: entries in key byte order, over every task."""
+        codec = self._codec(store)
+        fmt = check_format(params.get("format"))
+        from_key = codec.key_bytes(params["from"], fmt) if params.get("from") else None
+        to_key = codec.key_bytes(params["to"], fmt) if params.get("to") else None
+        limit = _int_param(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        allow_stale = _flag(params, "allow_stale")
+        blocked: dict[str, str] = {}
+        found: list[tuple[bytes, dict[str, Any]]] = []
+        truncated = False
+        for partition in self.mine:
+            with self._lock:
+                reader, stale = self._reader(store, partition, allow_stale, blocked)
+                if reader is None:
+                    continue
+                try:
+                    entries = reader.range(from_key, to_key, limit)
+                finally:
+                    if stale:
+                        reader.close()
+            truncated |= len(entries) >= limit
+            where = self._where(partition, reader, stale)
+            for key, value in entries:
+                entry = {
+                    "key": codec.render_key(key, fmt),
+                    "key_hex": key.hex(),
+                    "value": codec.render_value(value, fmt),
+                }
+                found.append((key, {**entry, "task": where["task"], "stale": stale}))
+        if params.get("scope") != "local":
+            for container in self._other_containers():
+                remote = self._remote(container, f"/stores/{_q(store)}/range", params, blocked)
+                if remote is not None:
+                    truncated |= bool(remote.body.get("truncated"))
+                    found += [(bytes.fromhex(e["key_hex"]), e) for e in remote.body["entries"]]
+        if blocked:
+            return self._missing(store, f"range {params.get('from', '')}..{params.get('to', '')}", blocked)
+        found.sort(key=lambda item: item[0])
+        return Answer(
+            200,
+            {
+                "store": store,
+                "entries": [entry for _, entry in found[:limit]],
+                "truncated": truncated or len(found) > limit,
+                "stale": any(entry["stale"] for _, entry in found[:limit]),
+                "consistency": COMMITTED_OR_NEWER,
+                "container": self.container_id,
+            },
+        )
+
+    def partitions(self, store: str) -> Answer:
+        """``/stores/<store>/partitions``: this container's tasks, their status, committed
+        changelog offsets and lags, and the other containers' URLs."""
+        self._codec(store)
+        statuses = self.status.snapshot()["tasks"]
+        committed = self._committed()
+        metrics = self.registry.snapshot() if self.registry is not None else {}
+        config = self.job.stores[store]
+        tasks = []
+        for partition in self.mine:
+            name = task_name_for(partition)
+            status = statuses.get(name, "unknown")
+            checkpoint = committed.get(name)
+            offset = checkpoint.changelog_offsets.get(store) if checkpoint is not None else None
+            tasks.append(
+                {
+                    "task": name,
+                    "partition": partition,
+                    "status": status,
+                    "changelog": str(config.changelog) if config.changelog else None,
+                    "committed_changelog_offset": offset,
+                    # the owner writes its changelog itself: once running it is never behind it
+                    "changelog_lag": 0 if status == RUNNING else None,
+                    "input_lag": {
+                        group.removeprefix("input."): values.get("lag")
+                        for group, values in metrics.items()
+                        if group.startswith("input.") and group.rsplit(".", 1)[-1] == str(partition)
+                    },
+                }
+            )
+        body: dict[str, Any] = {"store": store, "container": self.container_id, "tasks": tasks}
+        if self.directory is not None:
+            body["containers"] = {str(c): url for c, url in sorted(self.directory.known().items())}
+        return Answer(200, body)
+
+    # ----------------------------------------------------------------- reading
+    def _reader(
+        self, store: str, partition: int, allow_stale: bool, blocked: dict[str, str]
+    ) -> tuple[StoreReader | None, bool]:
+        """The reader of ``store`` for a task of this container, or ``None`` with the reason
+        in ``blocked``. Called with the lock held."""
+        name = task_name_for(partition)
+        status = self.status.snapshot()["tasks"].get(name)
+        if self._closed:
+            blocked[name] = "the container is stopping"
+            return None, False
+        if status == RUNNING:
+            task = next((t for t in list(self._tasks()) if t.partition == partition), None)
+            if task is None:
+                blocked[name] = "no longer run by this container (fenced by a newer one)"
+                return None, False
+            return LiveReader(task.stores[store].raw), False
+        if status == RESTORING:
+            if not allow_stale:
+                blocked[name] = (
+                    "restoring: its stores are being rebuilt from the changelog; ask again when it "
+                    "runs, or add allow_stale=true to read the last local checkpoint"
+                )
+                return None, False
+            reader = self.stale.reader(store, partition) if self.stale is not None else None
+            if reader is None:
+                blocked[name] = "restoring, and no stale copy of the store is on disk to read"
+                return None, False
+            return reader, True
+        blocked[name] = f"the container is {status or 'not running it'}"
+        return None, False
+
+    # ----------------------------------------------------------------- other containers
+    def _other_containers(self) -> list[int]:
+        return [c for c in range(self.job.container_count) if c != self.container_id]
+
+    def _remote(
+        self, container: int, path: str, params: dict[str, str], blocked: dict[str, str]
+    ) -> Answer | None:
+        """Ask ``container`` (scope=local); a 200 answer, or ``None`` with reasons in ``blocked``."""
+        query = urllib.parse.urlencode({**params, "scope": "local"})
+        where = f"container {container}"
+        if self.directory is None:
+            blocked[where] = "no directory of containers"
+            return None
+        answer = None
+        for refresh in (False, True):
+            url = self.directory.url(container, refresh=refresh)
+            if url is None:
+                blocked[where] = f"has not announced a query address in {self.directory.topic}"
+                continue
+            answer = _fetch(f"{url}{path}?{query}")
+            if answer is not None:
+                break
+            blocked[where] = f"not reachable at {url}"
+        if answer is None:
+            return None
+        blocked.pop(where, None)
+        if answer.status == 200:
+            answer.body["via"] = self.container_id
+            return answer
+        if answer.status == 503:
+            blocked.update(answer.body.get("blocked") or {where: answer.body.get("error", "unavailable")})
+        elif answer.status != 404:
+            blocked[where] = f"answered {answer.status}: {answer.body.get('error')}"
+        return None
+
+
+def _fetch(url: str) -> Answer | None:
+    try:
+        with urllib.request.urlopen(url, timeout=PROXY_TIMEOUT_S) as response:
+            return Answer(response.status, json.loads(response.read()))
+    except urllib.error.HTTPError as error:
+        try:
+            return Answer(error.code, json.loads(error.read()))
+        except ValueError:
+            return Answer(error.code, {"error": error.reason})
+    except (OSError, ValueError) as exc:
+        log.info("query: %s did not answer: %s", url, exc)
+        return None
+
+
+def _q(text: str) -> str:
+    return urllib.parse.quote(text, safe="")
+
+
+def _reason(blocked: dict[str, str]) -> str:
+    reasons = list(blocked.values())
+    return "restoring" if all(r.startswith("restoring") for r in reasons) else "unavailable"

@@ -1,0 +1,170 @@
+"""Where a query reads a task's store from: the live engine of a running task, or a stale
+copy (the newest local checkpoint on disk) while the task restores.
+
+**Why the engine, below the object cache.** The query server answers on its own threads
+while the run loop writes the stores. The object cache (``CachedStore``) is a plain
+``OrderedDict`` the loop mutates on every read and write: touching it from another thread
+could corrupt it. The engine at the bottom of the stack (RocksDB) is safe to read from
+another thread while the loop writes (RocksDB reads are thread-safe; iterators see an
+implicit snapshot). Every commit writes the cache down to the engine first, so the engine
+holds at least the last committed state, plus any dirty entries written down since (when
+the write batch fills or a dirty entry is evicted): reads are **committed-or-newer**. A
+value still only in the cache (written since the last write-down) is not seen yet; at the
+latest it is at the next commit (``task.commit.ms``). Newer-than-committed values may be
+undone if the container crashes before its next commit (see docs/queries.md).
+
+The alternative, handing each request to the run loop between batches, would see the cache
+too, but would make every answer wait for a poll and would let queries slow the loop down;
+reading the engine never blocks the loop.
+
+The in-memory engine is a dict: single reads are atomic under the GIL, and ranges copy the
+dict in one C call (``dict.copy``) before sorting, so the loop's writes never race them.
+
+Stale sources implement :class:`StaleSource`; :class:`LocalCheckpointSource` is the one
+samzapy ships. A standby replica can be plugged in as another :class:`StaleSource`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Protocol
+
+from rocksdict import AccessType, Options, Rdict
+
+from samzapy.config.model import JobConfig, StoreConfig
+from samzapy.stores.checkpoints import LocalCheckpoints
+from samzapy.stores.factory import store_dir
+from samzapy.stores.memory import InMemoryStore
+from samzapy.stores.rocksdb import RocksDBStore
+
+log = logging.getLogger(__name__)
+
+
+class StoreReader(Protocol):
+    """Read-only access to one task's partition of a store, in key bytes."""
+
+    #: A short description of where the data comes from, for answers ("live", "checkpoint 41").
+    source: str
+
+    def get(self, key: bytes) -> bytes | None:
+        """The stored value of ``key``, or ``None``."""
+
+    def range(self, from_key: bytes | None, to_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
+        """Up to ``limit`` entries with ``from_key <= key < to_key`` (``None``: unbounded), in
+        key byte order."""
+
+    def close(self) -> None:
+        """Release what the reader holds."""
+
+
+class StaleSource(Protocol):
+    """Somewhere a possibly stale copy of a task's store can be read from while the task
+    itself cannot answer (it is restoring): a local checkpoint, or a standby replica."""
+
+    def reader(self, store: str, partition: int) -> StoreReader | None:
+        """A reader of the copy of ``store`` for task ``partition``, or ``None`` if there is none."""
+
+
+def _rdict_range(
+    db: Rdict, from_key: bytes | None, to_key: bytes | None, limit: int
+) -> list[tuple[bytes, bytes]]:
+    it = db.iter()
+    if from_key is None:
+        it.seek_to_first()
+    else:
+        it.seek(from_key)
+    found: list[tuple[bytes, bytes]] = []
+    while it.valid() and len(found) < limit:
+        key = it.key()
+        if to_key is not None and key >= to_key:
+            break
+        found.append((key, it.value()))
+        it.next()
+    return found
+
+
+class LiveReader:
+    """Reads the engine under a live store (RocksDB or in-memory) from another thread.
+
+    The caller must not use it once the store is closed (the query service stops before the
+    container closes its stores).
+    """
+
+    source = "live"
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def get(self, key: bytes) -> bytes | None:
+        """The engine's value of ``key``."""
+        return self.raw.get(key)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
+        """Up to ``limit`` entries of the engine in ``[from_key, to_key)``."""
+        if isinstance(self.raw, RocksDBStore):
+            return _rdict_range(self.raw._db, from_key, to_key, limit)  # noqa: SLF001 - see module doc
+        if isinstance(self.raw, InMemoryStore):
+            # one C call, atomic under the GIL: the loop's writes cannot change it midway
+            data = self.raw._data.copy()  # noqa: SLF001 - see module doc
+            keys = sorted(
+                k for k in data if (from_key is None or k >= from_key) and (to_key is None or k < to_key)
+            )
+            return [(k, data[k]) for k in keys[:limit]]
+        msg = f"cannot read a {type(self.raw).__name__} from the query server"
+        raise TypeError(msg)
+
+    def close(self) -> None:
+        """Nothing to release: the store belongs to its task."""
+
+
+class RdictReader:
+    """A read-only RocksDB opened on a directory that nobody writes (a local checkpoint)."""
+
+    def __init__(self, path: Path, source: str, ttl: bool = False) -> None:
+        self.source = source
+        self._ttl = ttl
+        self._db = Rdict(str(path), options=Options(raw_mode=True), access_type=AccessType.read_only())
+
+    def _value(self, data: bytes | None) -> bytes | None:
+        # RocksDB's TTL mode appends a 4-byte timestamp to every stored value
+        return data[:-4] if data is not None and self._ttl else data
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value of ``key`` in the checkpoint."""
+        return self._value(self._db.get(key))
+
+    def range(self, from_key: bytes | None, to_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
+        """Up to ``limit`` entries of the checkpoint in ``[from_key, to_key)``."""
+        return [(k, self._value(v)) for k, v in _rdict_range(self._db, from_key, to_key, limit)]
+
+    def close(self) -> None:
+        """Close the read-only database."""
+        self._db.close()
+
+
+class LocalCheckpointSource:
+    """The newest local checkpoint of a store partition (``Partition_<N>.checkpoints/<offset>``),
+    taken at a commit: a committed state, older than the store being restored.
+
+    Stores without a changelog or on the in-memory engine have no local checkpoints.
+    """
+
+    def __init__(self, job: JobConfig) -> None:
+        self.job = job
+
+    def reader(self, store: str, partition: int) -> StoreReader | None:
+        """A read-only reader of the newest usable checkpoint, or ``None``."""
+        config: StoreConfig | None = self.job.stores.get(store)
+        if config is None or config.changelog is None or config.engine != "rocksdb":
+            return None
+        live = store_dir(self.job.logged_store_base_dir, store, partition)
+        checkpoints = LocalCheckpoints(live, config.changelog.stream, partition)
+        for checkpoint in checkpoints.newest_first():
+            try:
+                return RdictReader(
+                    checkpoint.path, f"checkpoint {checkpoint.offset}", ttl=config.ttl_ms is not None
+                )
+            except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exception; try an older one
+                log.info("query: local checkpoint %s does not open (%s)", checkpoint.path, exc)
+        return None
