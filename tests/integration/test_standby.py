@@ -176,6 +176,8 @@ def test_a_standby_makes_failover_skip_the_full_restore_and_never_writes(tmp_pat
                 kill9(process)
 
     moved_changelog = job.changelog_records(MOVED)
+    # one changelog record per message (no object cache): what a restore without standbys replays
+    assert moved_changelog == sum(1 for r in consume_all(broker, job.input) if r.partition in MOVED)
     expected += produce_keyed(broker, job.input, 2_000, seed=23)
     one = write_config(tmp_path / "one.properties", properties(name, broker, tmp_path / "c0", 1, 1))
     after = tmp_path / "one.metrics.json"
@@ -185,10 +187,51 @@ def test_a_standby_makes_failover_skip_the_full_restore_and_never_writes(tmp_pat
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_counts(tmp_path / "c0") == dict(expected)
     snapshot = read_metrics(after)
-    assert moved_changelog > 5_000  # what a restore without the standby would replay
+    assert moved_changelog > 5_000
     for p in MOVED + STAYED:  # moved tasks: from the standby's checkpoint at K; the others: local
         assert metric_sum(snapshot, f"store.counts.Partition {p}", "restored-messages") == 0, p
         assert metric_sum(snapshot, f"store.counts.Partition {p}", "trimmed-messages") == 0, p
     assert "adopted the standby checkpoint" in result.stderr
     start_log = (tmp_path / "c0.log").read_text()
     assert "container 0 keeps warm copies of stores counts of tasks Partition 1, Partition 3" in start_log
+
+
+def test_the_failed_container_restarted_on_the_standbys_base_dir_replays_nothing(tmp_path, broker):
+    name = "standby-same-dir"
+    job = Job(broker, name)
+    create_topic(broker, job.input, PARTITIONS)
+    expected = produce_keyed(broker, job.input, 6_000, seed=31)
+    configs = [
+        write_config(tmp_path / f"c{i}.properties", properties(name, broker, tmp_path / f"c{i}", 2, 2))
+        for i in (0, 1)
+    ]
+    metrics = [tmp_path / f"c{i}.metrics.json" for i in (0, 1)]
+    log = tmp_path / "jobs.log"
+    c0 = start_job(configs[0], "--container-id", "0", "--metrics-file", str(metrics[0]), log=log)
+    c1 = start_job(configs[1], "--container-id", "1", log=log)
+    again = None
+    try:
+        wait_for(lambda: job.processed(MOVED + STAYED), timeout=120, what="the first input")
+        wait_for(lambda: standby_caught_up(job, metrics[0], MOVED), timeout=120, what="the standby on c0")
+        kill9(c1)
+        expected += produce_keyed(broker, job.input, 2_000, seed=32)
+
+        # Container 1 again, on container 0's machine and base dir, while container 0 and its
+        # standby of tasks 1 and 3 go on there.
+        after = tmp_path / "again.metrics.json"
+        again = start_job(configs[0], "--container-id", "1", "--metrics-file", str(after), log=log)
+        wait_for(lambda: job.processed(MOVED + STAYED), timeout=120, what="the second input")
+        wait_for(lambda: standby_caught_up(job, metrics[0], MOVED), timeout=120, what="the standby again")
+        for process in (c0, again):
+            process.send_signal(signal.SIGTERM)
+        assert [c0.wait(timeout=60), again.wait(timeout=60)] == [0, 0]
+    finally:
+        for process in (c0, c1, again):
+            if process is not None:
+                kill9(process)
+
+    snapshot = read_metrics(after)
+    for p in MOVED:
+        assert metric_sum(snapshot, f"store.counts.Partition {p}", "restored-messages") == 0, p
+    assert read_counts(tmp_path / "c0") == dict(expected)
+    assert "adopted the standby checkpoint" in log.read_text()
