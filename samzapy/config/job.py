@@ -71,6 +71,9 @@ _STORE_FIELDS = {  # suffix of stores.<store>. -> StoreConfig field
     "rocksdb.block.size.bytes": "block_size_bytes",
     "rocksdb.ttl.ms": "ttl_ms",
     "restore.engine": "restore_engine",
+    "side.inputs": "side_inputs",
+    "side.inputs.processor.factory": "side_inputs_processor",
+    "side.inputs.scope": "side_inputs_scope",
 }
 _DEFAULT_SERVERS = "localhost:9092"
 
@@ -299,9 +302,43 @@ class _JobParser:
                 elif changelog is not None:
                     owners[changelog] = name
                 kwargs["changelog"] = changelog
+            self.check_side_inputs(name, system)
             if "engine" in kwargs:
                 result[name] = StoreConfig(name, **kwargs)
         return result
+
+    def check_side_inputs(self, name: str, system: str) -> None:
+        """A side-input store has no changelog of its own and reads no task input; its
+        processor and scope keys need ``side.inputs`` (docs/side-inputs.md)."""
+        prefix = f"stores.{name}."
+        side = prefix + "side.inputs"
+        if side not in self.config:
+            for suffix in ("side.inputs.processor.factory", "side.inputs.scope"):
+                if prefix + suffix in self.config:
+                    self.problem(
+                        prefix + suffix,
+                        f"'{prefix + suffix}' ({self.at(prefix + suffix)}) is set but '{side}' is not: "
+                        f"set '{side}' to the topics that fill store '{name}', or remove it",
+                    )
+            return
+        if prefix + "changelog" in self.config:
+            self.problem(
+                prefix + "changelog",
+                f"Store '{name}' has both '{side}' ({self.at(side)}) and '{prefix}changelog' "
+                f"({self.at(prefix + 'changelog')}): a side-input store is restored from its side-input "
+                "topics, which are its changelog; remove one of the two keys",
+            )
+        inputs = set(_as_tuple(self.parsed.get("task.inputs")))
+        for stream in _as_tuple(self.parsed.get(side)):
+            if not self.check_system(side, stream, system):
+                continue
+            if stream in inputs:
+                self.problem(
+                    side,
+                    f"Stream '{stream}' is a side input of store '{name}' ({self.at(side)}) and also in "
+                    f"'task.inputs' ({self.at('task.inputs')}): a stream is either processed by the task or "
+                    "fills a store; remove it from one of the two keys",
+                )
 
     def check_standbys(self) -> None:
         key = "job.standbytasks.replication.factor"

@@ -675,6 +675,33 @@ KEYS: tuple[KeySpec, ...] = (
         _STORE,
     ),
     _key(
+        _ST + "side.inputs",
+        STREAM_LIST,
+        None,
+        "Side inputs: topics that fill this store directly (the topic is its changelog; no "
+        "`changelog` of its own). Read-only for tasks; read to the end before any message is "
+        "processed, then kept up to date. See docs/side-inputs.md.",
+        _STORE,
+    ),
+    _key(
+        _ST + "side.inputs.processor.factory",
+        TaskClassType("module:Callable or package.module.Callable"),
+        None,
+        "Turns each side-input record into store writes: a function `(envelope, store) -> "
+        "[(key, value), ...]`, or a class whose instances have such a `process` method. Unset: "
+        "the record's key and value bytes are stored as they are.",
+        _STORE,
+    ),
+    _key(
+        _ST + "side.inputs.scope",
+        _choice("partition", "global"),
+        "partition",
+        "`partition`: task N's store holds partition N of each side input (Samza's side inputs); "
+        "`global`: one store per container holds every partition and all its tasks read it "
+        "(Kafka Streams' GlobalKTable).",
+        _STORE,
+    ),
+    _key(
         "metrics.reporters",
         NamesType("a comma-separated list of reporter names (without dots)"),
         None,

@@ -58,11 +58,19 @@ class StoreConfig:
     block_size_bytes: int = 4096
     ttl_ms: int | None = None
     restore_engine: str = "sequential"  # "sequential" | "spark"
+    side_inputs: tuple[SystemStream, ...] = ()  # topics that fill the store (docs/side-inputs.md)
+    side_inputs_processor: str | None = None  # module:Callable; None: key and value bytes as they are
+    side_inputs_scope: str = "partition"  # "partition" | "global"
 
     @property
     def logged(self) -> bool:
         """Whether every write also goes to a changelog (and the store can be restored)."""
         return self.changelog is not None
+
+    @property
+    def has_side_inputs(self) -> bool:
+        """Whether the store is filled from side-input topics (read-only for tasks)."""
+        return bool(self.side_inputs)
 
 
 @dataclass(frozen=True)

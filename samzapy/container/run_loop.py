@@ -31,6 +31,7 @@ from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.collector import OutputStreams, TaskCollector
 from samzapy.container.fencing import Fence
 from samzapy.container.inputs import InputPartition, Inputs
+from samzapy.container.side_inputs import SideInputs
 from samzapy.container.standby import StandbyReplicas, adopt_standby_checkpoints
 from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
 from samzapy.context import StoreContext
@@ -94,6 +95,7 @@ class Container:
         self._window_ns = self.metrics.counter("window-ns")
         self._async: AsyncRunner | None = None  # runs the AsyncStreamTask tasks, if any
         self._standby: StandbyReplicas | None = None  # warm copies of other containers' stores
+        self._side_inputs: SideInputs | None = None  # stores filled from side-input topics
         self._queries: RunningQueries | None = None  # interactive queries (job.query.port)
         self.status = ContainerStatus()  # for /health
         self.reporters = Reporters.from_config(config, job, self.registry, self.status, container_id)
@@ -178,7 +180,7 @@ class Container:
                     replication_factor=job.replication_factor,
                     expect_partitions=task_count,
                 )
-            else:
+            elif not store.has_side_inputs:
                 log.warning(
                     "store '%s' has no changelog: it is not logged and cannot be restored", store.name
                 )
@@ -192,6 +194,10 @@ class Container:
             from samzapy.spark.bulk_restore import restore_for_container  # needs the spark extra
 
             restore_for_container(job, mine, checkpoints)
+        self._side_inputs = SideInputs.build(
+            job, self.config, mine, consumer_servers, serdes, self.registry, self.container_id
+        )
+        self._side_inputs.catch_up()  # side-input stores are full before any init() or message
         for partition in mine:
             self.tasks.append(
                 self._build_task(
@@ -257,6 +263,9 @@ class Container:
         checkpoint = checkpoints.get(name)
         stores: dict[str, Any] = {}
         for store_config in self.job.stores.values():
+            if store_config.has_side_inputs:  # filled and kept up to date by SideInputs
+                stores[store_config.name] = self._side_inputs.store(store_config.name, partition)
+                continue
             changelog = None
             if store_config.changelog is not None:
                 changelog = KafkaChangelog(
@@ -340,6 +349,7 @@ class Container:
         processed_at_progress = 0
         runner = self._async
         while not self._stop_requested:
+            self._side_inputs.pump()  # table updates that arrived are applied before the next poll
             timeout_ms, max_records = POLL_TIMEOUT_MS, MAX_POLL_RECORDS
             if runner is not None:  # async tasks: bounded polls, no blocking while work is held
                 max_records = runner.poll_budget(MAX_POLL_RECORDS)
@@ -461,6 +471,8 @@ class Container:
                 task.close()
             except Exception:
                 log.exception("closing %s failed", task.task_name)
+        if self._side_inputs is not None:
+            self._side_inputs.close()
         if self._inputs is not None:
             self._inputs.consumer.close()
         if self._producer is not None:

@@ -1,0 +1,298 @@
+"""Side inputs: stores filled directly from topics (``stores.S.side.inputs``), Samza's side
+inputs and Kafka Streams' global tables (docs/side-inputs.md).
+
+:class:`SideInputs` owns every side-input store of a container and one consumer of its own
+(the task inputs' consumer is not touched). Its life in the container:
+
+1. :meth:`SideInputs.build` opens each store and checks the offsets stored with it;
+2. :meth:`SideInputs.catch_up` reads each side-input partition from the stored offset to
+   its *true* end (:func:`samzapy.kafka.reading.read_partition`) before any task is built,
+   so ``init`` and the first ``process`` see the whole table;
+3. :meth:`SideInputs.pump`, once per loop iteration, applies what has arrived since,
+   without blocking;
+4. :meth:`SideInputs.close`.
+
+Scope ``partition``: task N's store holds partition N of each side input. Scope ``global``:
+one store per container holds every partition, and every task of the container gets that
+same (read-only) store, as Kafka Streams keeps one global table per instance.
+
+Consistency: data and next offsets go to the engine in one WriteBatch, so a restart, after
+kill -9 too, trusts the stored offsets and reads only the tail. The store is wiped and
+rebuilt from the beginning of the topics when its offsets cannot be trusted: it holds
+partitions the configuration no longer names, an offset is below the partition's first
+offset (records were deleted by retention) or beyond its end (the topic was recreated).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+
+from samzapy.config.model import JobConfig, StoreConfig
+from samzapy.container.side_input_processor import RecordWriter, resolve_processor
+from samzapy.errors import KafkaSystemError
+from samzapy.kafka.reading import read_partition, reader_consumer
+from samzapy.kafka.settings import client_settings
+from samzapy.metrics import MetricsGroup, MetricsRegistry
+from samzapy.serdes import SerdeResolver
+from samzapy.stores.engine import StorageEngine
+from samzapy.stores.factory import store_dir
+from samzapy.stores.side_input_store import build_side_input_store
+from samzapy.streams import task_name_for
+
+log = logging.getLogger(__name__)
+
+#: Records handed back by one non-blocking poll of the running phase.
+MAX_PUMP_RECORDS = 5000
+#: How long a fetch of one stored offset may take before the offset counts as missing: long,
+#: because a false "missing" costs a full rebuild, and a present record returns at once.
+EXISTS_POLL_MS = 3000
+
+
+@dataclass
+class SideInputTarget:
+    """One side-input store instance and the partitions that fill it."""
+
+    config: StoreConfig
+    store: StorageEngine[Any, Any]
+    writer: RecordWriter
+    tps: list[TopicPartition]
+    metrics: MetricsGroup
+    offsets: dict[TopicPartition, int] = field(default_factory=dict)  # next offset to apply
+
+    @property
+    def engine(self) -> Any:
+        """The raw engine (``apply``, ``offsets``, ``wipe``)."""
+        return self.store.raw
+
+    def apply(self, tp: TopicPartition, records: list[Any], *, restoring: bool = False) -> None:
+        """Apply the records of ``tp`` not applied yet, with the next offset, atomically."""
+        start = self.offsets.get(tp, 0)
+        records = [r for r in records if r.offset >= start]
+        if not records:
+            return
+        skipped = self.writer.skipped
+        writes = self.writer.writes(self.config.side_inputs[0].system, tp.topic, tp.partition, records)
+        next_offset = records[-1].offset + 1
+        self.engine.apply(writes.items(), {(tp.topic, tp.partition): next_offset})
+        self.offsets[tp] = next_offset
+        self.metrics.counter("restored-records" if restoring else "updates").inc(len(records))
+        self.metrics.counter("records-applied").inc(len(records))
+        if self.writer.skipped > skipped:
+            self.metrics.counter("skipped-records").inc(self.writer.skipped - skipped)
+            log.warning(
+                "store %s: skipped %d side-input records of %s/%d without a key",
+                self.config.name,
+                self.writer.skipped - skipped,
+                tp.topic,
+                tp.partition,
+            )
+
+
+class SideInputs:
+    """Every side-input store of a container, and the consumer that keeps them filled."""
+
+    def __init__(
+        self, consumer: KafkaConsumer, targets: list[SideInputTarget], by_task: dict[Any, Any]
+    ) -> None:
+        self._consumer = consumer
+        self.targets = targets
+        self._by_task = by_task  # (store name, task partition) -> StorageEngine
+        self._by_tp: dict[TopicPartition, list[SideInputTarget]] = {}
+        for target in targets:
+            for tp in target.tps:
+                self._by_tp.setdefault(tp, []).append(target)
+
+    # -- building ---------------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        job: JobConfig,
+        config: Any,
+        partitions: list[int],
+        servers: str,
+        serdes: SerdeResolver,
+        registry: MetricsRegistry,
+        container_id: int = 0,
+    ) -> SideInputs:
+        """Open the side-input stores of the tasks ``partitions`` (none: an idle object).
+
+        Raises:
+            KafkaSystemError: a side-input topic does not exist.
+            ConfigError: a processor cannot be resolved.
+        """
+        consumer = reader_consumer(
+            servers, auto_offset_reset="none", **client_settings(job.consumer_overrides)
+        )
+        targets: list[SideInputTarget] = []
+        by_task: dict[tuple[str, int], StorageEngine[Any, Any]] = {}
+        try:
+            for store_config in (s for s in job.stores.values() if s.has_side_inputs):
+                counts = _partition_counts(consumer, store_config)
+                key = f"stores.{store_config.name}.side.inputs.processor.factory"
+                processor = (
+                    resolve_processor(store_config.side_inputs_processor, key, config.location(key))
+                    if store_config.side_inputs_processor
+                    else None
+                )
+                groups = _groups(store_config, counts, partitions, container_id)
+                for label, owner_partitions, tps in groups:
+                    target = _target(job, store_config, label, tps, processor, serdes, registry, container_id)
+                    targets.append(target)
+                    for p in owner_partitions:
+                        by_task[(store_config.name, p)] = target.store
+        except BaseException:
+            consumer.close()
+            for target in targets:
+                target.store.close()
+            raise
+        return cls(consumer, targets, by_task)
+
+    def store(self, name: str, partition: int) -> StorageEngine[Any, Any]:
+        """The store ``name`` as task ``partition`` gets it (shared by all tasks if global)."""
+        return self._by_task[(name, partition)]
+
+    # -- start-up: to the true end ----------------------------------------------------------
+
+    def catch_up(self) -> None:
+        """Bring every store to the true end of its side-input partitions (module doc)."""
+        for target in self.targets:
+            started = time.monotonic()
+            self._check_offsets(target)
+            before = target.metrics.counter("restored-records").value
+            for tp in target.tps:
+                for batch in read_partition(self._consumer, tp, target.offsets[tp]):
+                    target.apply(tp, batch, restoring=True)
+            read = target.metrics.counter("restored-records").value - before
+            log.info(
+                "side-input store %s (%s) read to the end of %s: %d records in %.1fs",
+                target.config.name,
+                target.metrics.name,
+                ", ".join(f"{tp.topic}/{tp.partition}@{target.offsets[tp]}" for tp in target.tps),
+                read,
+                time.monotonic() - started,
+            )
+        self._assign()
+
+    def _check_offsets(self, target: SideInputTarget) -> None:
+        stored = {TopicPartition(t, p): o for (t, p), o in target.engine.offsets().items()}
+        begins = self._consumer.beginning_offsets(target.tps) if target.tps else {}
+        ends = self._consumer.end_offsets(target.tps) if target.tps else {}
+        reason = None
+        if set(stored) - set(target.tps):
+            reason = "it holds partitions no longer configured: " + ", ".join(
+                f"{tp.topic}/{tp.partition}" for tp in sorted(set(stored) - set(target.tps))
+            )
+        for tp in target.tps:
+            offset = stored.get(tp)
+            if reason is not None or offset is None:
+                continue
+            if offset < begins[tp]:
+                reason = (
+                    f"its offset {offset} of {tp.topic}/{tp.partition} is below the first offset {begins[tp]}"
+                )
+            elif offset > ends[tp] and not self._exists(tp, offset - 1):
+                reason = f"its offset {offset} of {tp.topic}/{tp.partition} is beyond the end of the topic"
+        if reason is not None:
+            log.warning(
+                "side-input store %s (%s): %s; rebuilding it", target.config.name, target.metrics.name, reason
+            )
+            target.engine.wipe()
+            stored = {}
+        target.offsets = {tp: stored.get(tp, begins[tp]) for tp in target.tps}
+
+    def _exists(self, tp: TopicPartition, offset: int) -> bool:
+        """Whether ``tp`` holds ``offset``: the dev broker's reported end undercounts (DESIGN
+        §10), so an offset past it is checked by fetching the record before it."""
+        batches = read_partition(self._consumer, tp, offset, offset + 1, idle_poll_ms=EXISTS_POLL_MS)
+        return any(batch for batch in batches)
+
+    def _assign(self) -> None:
+        tps = sorted(self._by_tp)
+        self._consumer.assign(tps)
+        for tp in tps:
+            self._consumer.seek(tp, min(t.offsets[tp] for t in self._by_tp[tp]))
+
+    # -- running ----------------------------------------------------------------------------
+
+    def pump(self) -> int:
+        """Apply the side-input records that have arrived, without waiting; returns how many."""
+        if not self._by_tp:
+            return 0
+        polled = self._consumer.poll(timeout_ms=0, max_records=MAX_PUMP_RECORDS)
+        count = 0
+        for tp, records in polled.items():
+            for target in self._by_tp.get(tp, ()):
+                target.apply(tp, records)
+            count += len(records)
+        return count
+
+    def close(self) -> None:
+        """Close the consumer and every store (closing a store twice is harmless)."""
+        try:
+            self._consumer.close()
+        finally:
+            for target in self.targets:
+                target.store.close()
+
+
+def _partition_counts(consumer: KafkaConsumer, config: StoreConfig) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for stream in config.side_inputs:
+        found = consumer.partitions_for_topic(stream.stream)
+        if not found:
+            msg = (
+                f"side input '{stream}' of store '{config.name}' (stores.{config.name}.side.inputs) does "
+                "not exist on the broker: create the topic (or produce to it) before starting the job"
+            )
+            raise KafkaSystemError(msg)
+        counts[stream.stream] = len(found)
+    return counts
+
+
+def _groups(
+    config: StoreConfig, counts: dict[str, int], partitions: list[int], container_id: int
+) -> list[tuple[str, list[int], list[TopicPartition]]]:
+    """(label, task partitions served, side-input partitions read) of each store instance."""
+    if config.side_inputs_scope == "global":
+        tps = [TopicPartition(topic, p) for topic, n in counts.items() for p in range(n)]
+        return [(f"Global_{container_id}", list(partitions), tps)] if partitions else []
+    return [
+        (
+            task_name_for(p),
+            [p],
+            [TopicPartition(topic, p) for topic, n in counts.items() if p < n],
+        )
+        for p in partitions
+    ]
+
+
+def _target(
+    job: JobConfig,
+    config: StoreConfig,
+    label: str,
+    tps: list[TopicPartition],
+    processor: Any,
+    serdes: SerdeResolver,
+    registry: MetricsRegistry,
+    container_id: int,
+) -> SideInputTarget:
+    key_serde, msg_serde = serdes.for_store(config)
+    metrics = registry.group(f"store.{config.name}.{label}")
+    partition = int(label.split()[-1]) if label.startswith("Partition") else -1
+    path = (
+        store_dir(job.logged_store_base_dir, config.name, partition)
+        if partition >= 0
+        else job.logged_store_base_dir / config.name / f"Global_{container_id}"
+    )
+    store = build_side_input_store(
+        config, path=path, key_serde=key_serde, msg_serde=msg_serde, metrics=metrics, partition=partition
+    )
+    stream_serdes = {s.stream: serdes.for_stream(s) for s in config.side_inputs}
+    writer = RecordWriter(config.name, processor, stream_serdes, (key_serde, msg_serde), store)
+    return SideInputTarget(config, store, writer, tps, metrics)

@@ -1,0 +1,182 @@
+"""Side-input stores on the real dev broker, jobs in subprocesses: the global table of
+``config/pageview-enrich-global.properties`` is read whole before the first view, follows
+updates while the job runs, and survives kill -9 (docs/side-inputs.md)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # jobs_support, next to this file
+
+from jobs_support import dedup_by_id, job_config, outputs, run_to_end  # noqa: E402
+from support import create_topic, kill9, produce, read_metrics, start_job, wait_for  # noqa: E402
+
+from samzapy.generate import produce_json  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+USERS = [f"u{i:02d}" for i in range(20)]
+DELETED = USERS[15:]  # profile tombstoned before the job starts
+STORE_GROUP = "store.user-zips.Global_0"  # the container's one global store
+
+
+def profile(user: str, zip_code: str) -> tuple[bytes, dict]:
+    return user.encode(), {"user_id": user, "zip": zip_code}
+
+
+def tombstone(user: str) -> tuple[bytes, None]:
+    return user.encode(), None
+
+
+# Before the job starts: three versions of every profile (a view enriched before the table
+# was read to its end would carry no zip or an early one), then tombstones for DELETED.
+TABLE_AT_START = [profile(u, f"early-{u}-{v}") for v in (1, 2) for u in USERS]
+TABLE_AT_START += [profile(u, f"zip-{u}-A") for u in USERS] + [tombstone(u) for u in DELETED]
+# While the job runs: new zips for u00-u04 and u15 back.
+UPDATE_RUNNING = [profile(u, f"zip-{u}-B") for u in (*USERS[:5], "u15")]
+# While the job is down after kill -9: users without views in batch B (which may be processed
+# again after the restart, and must then be enriched as the first time).
+UPDATE_DOWN = [profile(u, f"zip-{u}-C") for u in (*USERS[10:15], "u19")]
+
+
+def views(batch: str, users: list[str], per_user: int) -> list[tuple[bytes, dict]]:
+    return [
+        (u.encode(), {"view_id": f"{batch}-{u}-{n}", "user_id": u, "page": f"/p/{n}"})
+        for n in range(per_user)
+        for u in users
+    ]
+
+
+VIEWS_A = views("A", USERS, 3)  # before the start
+VIEWS_B = views("B", [*USERS[:10], "u15"], 3)  # after UPDATE_RUNNING is applied
+VIEWS_C = views("C", USERS, 3)  # while the job is down
+
+
+def zips_after(*updates: list) -> dict[str, str]:
+    table: dict[str, str | None] = {}
+    for update in updates:
+        for key, value in update:
+            table[key.decode()] = None if value is None else value["zip"]
+    return {u: z for u, z in table.items() if z is not None}
+
+
+def expected() -> dict[str, dict]:
+    want = {}
+    for batch, table in (
+        (VIEWS_A, zips_after(TABLE_AT_START)),
+        (VIEWS_B, zips_after(TABLE_AT_START, UPDATE_RUNNING)),
+        (VIEWS_C, zips_after(TABLE_AT_START, UPDATE_RUNNING, UPDATE_DOWN)),
+    ):
+        for _, view in batch:
+            if view["user_id"] in table:  # inner join: views of users without a zip are dropped
+                want[view["view_id"]] = {**view, "zip": table[view["user_id"]]}
+    return want
+
+
+def enriched(broker: str, topic: str) -> dict[str, dict]:
+    unique = dedup_by_id(outputs(broker, topic))
+    return {orjson.loads(r.value)["view_id"]: orjson.loads(r.value) for r in unique.values()}
+
+
+def store_metric(path: Path, name: str) -> int:
+    if not path.exists():
+        return -1
+    return int(read_metrics(path).get(STORE_GROUP, {}).get(name, -1))
+
+
+@pytest.mark.crash
+def test_global_table_is_read_first_follows_updates_and_survives_kill9(tmp_path: Path, broker: str) -> None:
+    tag = "side-global"
+    topics = {name: f"{name}-{tag}" for name in ("profiles", "views", "enriched")}
+    create_topic(broker, topics["views"], 2)
+    produce_json(broker, topics["profiles"], 3, TABLE_AT_START)  # 3 partitions, 2 tasks: global
+    produce_json(broker, topics["views"], 2, VIEWS_A)
+    config = job_config(
+        tmp_path,
+        broker,
+        "pageview-enrich-global.properties",
+        tag,
+        {
+            "task.inputs": f"kafka.{topics['views']}",
+            "stores.user-zips.side.inputs": f"kafka.{topics['profiles']}",
+            "join.output.stream": f"kafka.{topics['enriched']}",
+        },
+    )
+    want = expected()
+    want_a = {k: v for k, v in want.items() if k.startswith("A-")}
+    want_b = {k: v for k, v in want.items() if k.startswith("B-")}
+    metrics = tmp_path / "metrics-1.json"
+    job = start_job(config, "--metrics-file", str(metrics), log=tmp_path / "job.log")
+    try:
+        wait_for(lambda: len(enriched(broker, topics["enriched"])) >= len(want_a), what="batch A enriched")
+        assert enriched(broker, topics["enriched"]) == want_a
+        assert store_metric(metrics, "restored-records") == len(TABLE_AT_START)
+
+        produce_json(broker, topics["profiles"], 3, UPDATE_RUNNING)
+        wait_for(lambda: store_metric(metrics, "updates") == len(UPDATE_RUNNING), what="the update applied")
+        produce_json(broker, topics["views"], 2, VIEWS_B)
+        wait_for(
+            lambda: len(enriched(broker, topics["enriched"])) >= len(want_a) + len(want_b),
+            what="batch B enriched",
+        )
+    finally:
+        kill9(job)
+    assert enriched(broker, topics["enriched"]) == want_a | want_b
+
+    produce_json(broker, topics["profiles"], 3, UPDATE_DOWN)
+    produce_json(broker, topics["views"], 2, VIEWS_C)
+    restart_metrics = tmp_path / "metrics-2.json"
+    run_to_end(config, restart_metrics)
+
+    assert enriched(broker, topics["enriched"]) == want
+    # The offsets stored with the data survived kill -9: the restart read only the tail.
+    assert store_metric(restart_metrics, "restored-records") == len(UPDATE_DOWN)
+
+    # Without its state directory the store is rebuilt from the whole topic.
+    shutil.rmtree(tmp_path / "state-pageview-enrich-global-side-global")
+    rebuild_metrics = tmp_path / "metrics-3.json"
+    run_to_end(config, rebuild_metrics)
+    total = len(TABLE_AT_START) + len(UPDATE_RUNNING) + len(UPDATE_DOWN)
+    assert store_metric(rebuild_metrics, "restored-records") == total
+    assert enriched(broker, topics["enriched"]) == want
+
+
+def test_partition_scope_stores_bytes_as_they_are_in_each_tasks_own_store(
+    tmp_path: Path, broker: str
+) -> None:
+    tag = "side-partition"
+    topics = {name: f"{name}-{tag}" for name in ("zips", "views", "enriched")}
+    create_topic(broker, topics["zips"], 2)
+    table = [(u.encode(), f"zip-{u}".encode()) for u in USERS[:12]] + [(b"u03", None), (b"u04", b"moved")]
+    produce(broker, topics["zips"], table)  # co-partitioned with the views: both by key
+    produce_json(broker, topics["views"], 2, VIEWS_A)
+    config = job_config(
+        tmp_path,
+        broker,
+        "pageview-enrich-global.properties",
+        tag,
+        {
+            "task.inputs": f"kafka.{topics['views']}",
+            "stores.user-zips.side.inputs": f"kafka.{topics['zips']}",
+            "stores.user-zips.side.inputs.scope": "partition",
+            "join.output.stream": f"kafka.{topics['enriched']}",
+        },
+    )
+    # No processor: the topic's key and value bytes go into the store as they are.
+    config.write_text(
+        "".join(line + "\n" for line in config.read_text().splitlines() if "processor.factory" not in line)
+    )
+    metrics = tmp_path / "metrics.json"
+    run_to_end(config, metrics)
+
+    zips = {u: f"zip-{u}" for u in USERS[:12] if u != "u03"} | {"u04": "moved"}
+    want = {v["view_id"]: {**v, "zip": zips[v["user_id"]]} for _, v in VIEWS_A if v["user_id"] in zips}
+    assert enriched(broker, topics["enriched"]) == want
+    snapshot = read_metrics(metrics)
+    per_task = [int(snapshot[f"store.user-zips.Partition {p}"]["restored-records"]) for p in (0, 1)]
+    assert sum(per_task) == len(table) and all(n > 0 for n in per_task)
