@@ -11,6 +11,9 @@ Which task holds a key (docs/queries.md, "Locating a key"):
    then each other container (asked once each, for all of its tasks): stores keyed otherwise
    (``(key, window)`` tuples, re-keyed data) are still found. A key in no task is a 404.
 
+A global side-input store (``stores.S.side.inputs.scope=global``) is one shared copy per
+container: any task of the container answers, and nothing is asked elsewhere.
+
 ``?partition=N`` asks one task only. A request forwarded by another container carries
 ``scope=local`` and is answered from this container's tasks alone, so requests never loop.
 
@@ -124,6 +127,13 @@ class QueryService:
         self.stale = stale
         serdes = SerdeResolver(job)
         self._codecs = {name: KeyCodec(*serdes.for_store(cfg)) for name, cfg in job.stores.items()}
+        # A global side-input store is one copy per container that every task shares: any one
+        # task answers for all of it, and other containers hold the same data.
+        self._global = {
+            name
+            for name, cfg in job.stores.items()
+            if getattr(cfg, "side_inputs", None) and getattr(cfg, "side_inputs_scope", None) == "global"
+        }
         # One read at a time, and none once closed: the container closes its stores after
         # close() returns, so no read may still be running then.
         self._lock = threading.Lock()
@@ -196,6 +206,9 @@ class QueryService:
         blocked: dict[str, str] = {}
         path = f"/stores/{_q(store)}/keys/{_q(text)}"
         explicit = "partition" in params
+        if store in self._global and not explicit:
+            found = self._get_local(store, key, self.mine[:1], fmt, allow_stale, blocked)
+            return found or self._missing(store, text, blocked)
         if explicit:
             first: int | None = _int_param(params, "partition", 0, 0, self.task_count - 1)
         else:
@@ -288,7 +301,8 @@ class QueryService:
         blocked: dict[str, str] = {}
         found: list[tuple[bytes, dict[str, Any]]] = []
         truncated = False
-        for partition in self.mine:
+        shared = store in self._global
+        for partition in self.mine[:1] if shared else self.mine:
             with self._lock:
                 reader, stale = self._reader(store, partition, allow_stale, blocked)
                 if reader is None:
@@ -307,7 +321,7 @@ class QueryService:
                     "value": codec.render_value(value, fmt),
                 }
                 found.append((key, {**entry, "task": where["task"], "stale": stale}))
-        if params.get("scope") != "local":
+        if params.get("scope") != "local" and not shared:
             for container in self._other_containers():
                 remote = self._remote(container, f"/stores/{_q(store)}/range", params, blocked)
                 if remote is not None:
