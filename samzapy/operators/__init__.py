@@ -6,13 +6,15 @@ same stores continues exactly from the checkpointed state; every block is determ
 same inputs in the same order give the same outputs, byte for byte), so re-sent outputs carry
 the same ``samzapy.id``. Each block's store keys start with ``namespace`` and a tag of its own
 (``0x00`` and two letters: ``wm`` watermark, ``te``/``tp`` timers, ``ww``/``we`` windows,
-``ri``/``rg``/``rm`` registry, ``di``/``db``/``dm`` dedup), so blocks of different kinds can
-share a store; two blocks of the same kind in one store need distinct namespaces, none a
-prefix of another. The table and stream-table joins take stores with any serdes.
+``ri``/``rg``/``rm`` registry, ``di``/``db``/``dm`` dedup, ``fk`` foreign-key subscriptions),
+so blocks of different kinds can share a store; two blocks of the same kind in one store need
+distinct namespaces, none a prefix of another. The table, stream-table and foreign-key joins
+take table stores with any serdes.
 """
 
 from samzapy.operators.aggregators import Aggregator, count, max_of, min_of, reduce, sum_of
 from samzapy.operators.dedup import BloomFilter, Deduplicator
+from samzapy.operators.fk_join import ForeignKeyLeft, ForeignKeyRight, LeftUpdate, Response, Subscription
 from samzapy.operators.ids import ID_HEADER, id_from_headers, id_header, join_id, output_id, window_id
 from samzapy.operators.joins import StreamTableJoin, TableChange, TableTableJoin
 from samzapy.operators.registry import JoinRegistry
@@ -35,15 +37,20 @@ __all__ = [
     "Aggregator",
     "BloomFilter",
     "Deduplicator",
+    "ForeignKeyLeft",
+    "ForeignKeyRight",
     "HoppingWindows",
     "JoinRegistry",
     "JoinResult",
+    "LeftUpdate",
     "RepartitionError",
     "RepartitionTask",
     "Repartitioner",
+    "Response",
     "SessionWindows",
     "StreamStreamJoin",
     "StreamTableJoin",
+    "Subscription",
     "TableChange",
     "TableTableJoin",
     "Timer",
