@@ -193,10 +193,11 @@ class StandbyReplicas:
 
     # ----------------------------------------------------------------- the thread
     def _run(self) -> None:
-        consumer = reader_consumer(self._servers)
+        consumer = None
         commit_s = self.job.commit_ms / 1000
         next_progress = time.monotonic() + PROGRESS_EVERY_S
         try:
+            consumer = reader_consumer(self._servers)
             while not self._stop.is_set():
                 self._tail_checkpoints(consumer)
                 for store in self.stores:
@@ -214,7 +215,8 @@ class StandbyReplicas:
                 "the tasks it stood by for restores from the changelog"
             )
         finally:
-            consumer.close()
+            if consumer is not None:
+                consumer.close()
             for store in self.stores:
                 try:
                     store.close()
