@@ -433,30 +433,6 @@ KEYS: tuple[KeySpec, ...] = (
         _JOB,
     ),
     _key(
-        "job.query.port",
-        PortType("a port number from 0 to 65535"),
-        None,
-        "Interactive queries: the HTTP port serving `/stores/...` (read-only lookups on the stores; "
-        "see docs/queries.md); 0 picks a free one (logged). Unset: off. The same port as a "
-        "Prometheus reporter shares its server.",
-        _JOB,
-    ),
-    _key(
-        "job.query.host",
-        STRING,
-        "0.0.0.0",
-        "Interactive queries: the address the query server binds.",
-        _JOB,
-    ),
-    _key(
-        "job.query.advertised.host",
-        STRING,
-        "job.query.host, or the host name when that is 0.0.0.0",
-        "Interactive queries: the host other containers and clients reach this container at "
-        "(announced in the topic `__samzapy_query_<job>_<id>`).",
-        _JOB,
-    ),
-    _key(
         "task.class",
         TaskClassType("a Python class, module:Class or package.module.Class"),
         None,

@@ -114,9 +114,6 @@ class JobConfig:
     query_port: int | None = None  # interactive queries (samzapy/query): None: off, 0: any free port
     query_host: str = "0.0.0.0"
     query_advertised_host: str | None = None  # None: query_host, or the host name for 0.0.0.0
-    query_port: int | None = None  # interactive queries (samzapy/query): None: off, 0: any free port
-    query_host: str = "0.0.0.0"
-    query_advertised_host: str | None = None  # None: query_host, or the host name for 0.0.0.0
 
     @property
     def checkpoint_topic(self) -> str:

@@ -45,7 +45,6 @@ from samzapy.kafka.reading import reader_consumer
 from samzapy.kafka.settings import client_settings
 from samzapy.metrics import MetricsRegistry
 from samzapy.query.attach import RunningQueries, start_queries
-from samzapy.query.attach import RunningQueries, start_queries
 from samzapy.reporters import Reporters, register_container_gauges
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.changelog import KafkaChangelog
@@ -97,7 +96,6 @@ class Container:
         self._async: AsyncRunner | None = None  # runs the AsyncStreamTask tasks, if any
         self._standby: StandbyReplicas | None = None  # warm copies of other containers' stores
         self._side_inputs: SideInputs | None = None  # stores filled from side-input topics
-        self._queries: RunningQueries | None = None  # interactive queries (job.query.port)
         self._queries: RunningQueries | None = None  # interactive queries (job.query.port)
         self.status = ContainerStatus()  # for /health
         self.reporters = Reporters.from_config(config, job, self.registry, self.status, container_id)
@@ -163,8 +161,6 @@ class Container:
         mine = [p for p in range(task_count) if p % job.container_count == self.container_id]
         self.status.restoring(task_name_for(p) for p in mine)
         self._producer = Producer(producer_servers, job.producer_overrides)
-        # before any restore, so that queries answer "restoring" from the start
-        self._queries = start_queries(self, task_count, consumer_servers, self._admin, self._producer)
         # before any restore, so that queries answer "restoring" from the start
         self._queries = start_queries(self, task_count, consumer_servers, self._admin, self._producer)
         self._admin.ensure_topic(
@@ -464,8 +460,6 @@ class Container:
 
     # ----------------------------------------------------------------- shutdown
     def _close(self) -> None:
-        if self._queries is not None:
-            self._queries.stop()  # before the stores close: no query reads them after this
         if self._queries is not None:
             self._queries.stop()  # before the stores close: no query reads them after this
         if self._standby is not None:
