@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import signal
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -27,8 +28,12 @@ from support import (
 )
 
 from samzapy.checkpoint import read_checkpoints
+from samzapy.config import StoreConfig
+from samzapy.container.standby_store import StandbyStore
+from samzapy.metrics import MetricsGroup
+from samzapy.streams import SystemStream
 
-pytestmark = [pytest.mark.integration, pytest.mark.crash]
+pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 MOVED = (1, 3)  # the tasks of container 1, the one that fails
@@ -125,6 +130,7 @@ def standby_caught_up(job: Job, metrics: Path, partitions: tuple[int, ...]) -> b
     return True
 
 
+@pytest.mark.crash
 def test_a_standby_makes_failover_skip_the_full_restore_and_never_writes(tmp_path, broker):
     name = "standby"
     job = Job(broker, name)
@@ -196,6 +202,7 @@ def test_a_standby_makes_failover_skip_the_full_restore_and_never_writes(tmp_pat
     assert "container 0 keeps warm copies of stores counts of tasks Partition 1, Partition 3" in start_log
 
 
+@pytest.mark.crash
 def test_the_failed_container_restarted_on_the_standbys_base_dir_replays_nothing(tmp_path, broker):
     name = "standby-same-dir"
     job = Job(broker, name)
@@ -235,3 +242,51 @@ def test_the_failed_container_restarted_on_the_standbys_base_dir_replays_nothing
         assert metric_sum(snapshot, f"store.counts.Partition {p}", "restored-messages") == 0, p
     assert read_counts(tmp_path / "c0") == dict(expected)
     assert "adopted the standby checkpoint" in log.read_text()
+
+
+def test_a_standby_copy_stops_at_the_committed_offset_and_restarts_from_its_checkpoint(tmp_path, broker):
+    topic = "standby-store-changelog"
+    create_topic(broker, topic, 1, compact=True)
+    # offsets 0..99: k0..k9 take values v0..v99 in turn; offset 100 deletes k0; 101..119 follow
+    produce(broker, topic, ((f"k{i % 10}".encode(), f"v{i}".encode()) for i in range(100)), partition=0)
+    produce(broker, topic, [(b"k0", None)], partition=0)
+    produce(broker, topic, ((f"k{i % 10}".encode(), f"v{i}".encode()) for i in range(101, 120)), partition=0)
+    config = StoreConfig("s", changelog=SystemStream("kafka", topic))
+    stop = threading.Event()
+
+    def state(copy: StandbyStore) -> dict[bytes, bytes]:
+        with copy.raw.all() as entries:
+            return {e.key: e.value for e in entries}
+
+    def replayed(k: int) -> dict[bytes, bytes]:
+        values: dict[bytes, bytes | None] = {}
+        for i in range(k + 1):
+            values[f"k{i % 10}".encode()] = None if i == 100 else f"v{i}".encode()
+        return {key: value for key, value in values.items() if value is not None}
+
+    first = StandbyStore(config, 0, tmp_path, broker, MetricsGroup("first"))
+    try:
+        first.catch_up(60, stop)
+        assert (first.applied, state(first)) == (60, replayed(60))  # not one record beyond K
+        first.maybe_checkpoint(now=0.0, commit_s=1.0)
+        first.catch_up(105, stop)
+        first.maybe_checkpoint(now=0.5, commit_s=1.0)  # within commit_s of the last: none
+        assert (first.applied, first.checkpointed, first.lag) == (105, 60, 45)
+        assert state(first) == replayed(105)
+        assert b"k0" not in state(first)  # the tombstone at 100 deleted it
+    finally:
+        first.close()
+
+    # A restarted standby does not trust its working database (it is at 105): it starts from
+    # its checkpoint at 60 and replays 61..110 only.
+    metrics = MetricsGroup("second")
+    second = StandbyStore(config, 0, tmp_path, broker, metrics)
+    try:
+        second.catch_up(110, stop)
+        second.maybe_checkpoint(now=0.0, commit_s=1.0)
+        assert state(second) == replayed(110)
+        assert metrics.snapshot()["standby-applied-messages"] == 50
+        assert [c.offset for c in second.checkpoints.newest_first()] == [110, 60]
+        assert metrics.snapshot()["standby-lag"] == 0
+    finally:
+        second.close()
