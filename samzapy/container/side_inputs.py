@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import OffsetOutOfRangeError
 
 from samzapy.config.model import JobConfig, StoreConfig
 from samzapy.container.side_input_processor import RecordWriter, resolve_processor
@@ -48,8 +49,8 @@ log = logging.getLogger(__name__)
 
 #: Records handed back by one non-blocking poll of the running phase.
 MAX_PUMP_RECORDS = 5000
-#: How long a fetch of one stored offset may take before the offset counts as missing: long,
-#: because a false "missing" costs a full rebuild, and a present record returns at once.
+#: How long a fetch at a stored offset may stay empty before the offset counts as beyond the
+#: end: long, because a false "beyond" costs a full rebuild, and a present record comes at once.
 EXISTS_POLL_MS = 3000
 
 
@@ -196,7 +197,7 @@ class SideInputs:
                 reason = (
                     f"its offset {offset} of {tp.topic}/{tp.partition} is below the first offset {begins[tp]}"
                 )
-            elif offset > ends[tp] and not self._exists(tp, offset - 1):
+            elif offset > ends[tp] and not self._reaches(tp, offset):
                 reason = f"its offset {offset} of {tp.topic}/{tp.partition} is beyond the end of the topic"
         if reason is not None:
             log.warning(
@@ -206,11 +207,20 @@ class SideInputs:
             stored = {}
         target.offsets = {tp: stored.get(tp, begins[tp]) for tp in target.tps}
 
-    def _exists(self, tp: TopicPartition, offset: int) -> bool:
-        """Whether ``tp`` holds ``offset``: the dev broker's reported end undercounts (DESIGN
-        §10), so an offset past it is checked by fetching the record before it."""
-        batches = read_partition(self._consumer, tp, offset, offset + 1, idle_poll_ms=EXISTS_POLL_MS)
-        return any(batch for batch in batches)
+    def _reaches(self, tp: TopicPartition, offset: int) -> bool:
+        """Whether the log of ``tp`` reaches ``offset``: a fetch at ``offset - 1`` returns a
+        record. Needed because the dev broker's reported end undercounts (DESIGN §10); any
+        record counts, since compaction may have removed the one at ``offset - 1`` itself."""
+        self._consumer.assign([tp])
+        self._consumer.seek(tp, offset - 1)
+        deadline = time.monotonic() + EXISTS_POLL_MS / 1000
+        try:
+            while time.monotonic() < deadline:
+                if self._consumer.poll(timeout_ms=100).get(tp):
+                    return True
+        except OffsetOutOfRangeError:  # a real Kafka says so at once
+            return False
+        return False
 
     def _assign(self) -> None:
         tps = sorted(self._by_tp)

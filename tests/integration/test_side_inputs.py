@@ -16,7 +16,12 @@ sys.path.insert(0, str(Path(__file__).parent))  # jobs_support, next to this fil
 from jobs_support import dedup_by_id, job_config, outputs, run_to_end  # noqa: E402
 from support import create_topic, kill9, produce, read_metrics, start_job, wait_for  # noqa: E402
 
+from samzapy.config import load_config, parse_job_config  # noqa: E402
+from samzapy.container.side_inputs import SideInputs  # noqa: E402
 from samzapy.generate import produce_json  # noqa: E402
+from samzapy.metrics import MetricsRegistry  # noqa: E402
+from samzapy.serdes import SerdeResolver  # noqa: E402
+from samzapy.stores.side_input_store import SideInputRocksDBStore  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -180,3 +185,48 @@ def test_partition_scope_stores_bytes_as_they_are_in_each_tasks_own_store(
     snapshot = read_metrics(metrics)
     per_task = [int(snapshot[f"store.user-zips.Partition {p}"]["restored-records"]) for p in (0, 1)]
     assert sum(per_task) == len(table) and all(n > 0 for n in per_task)
+
+
+@pytest.mark.parametrize(
+    ("stale_offsets", "rebuilt"),
+    [
+        ({}, False),  # offsets as written by the last run: trusted, only the tail is read
+        ({"beyond": 1000}, True),  # beyond the end: the topic was recreated
+        ({"unknown": 3}, True),  # a partition the configuration no longer names
+    ],
+    ids=["trusted", "beyond-end", "unknown-partition"],
+)
+def test_stored_offsets_are_trusted_only_when_they_fit_the_topic(
+    tmp_path: Path, broker: str, stale_offsets: dict[str, int], rebuilt: bool
+) -> None:
+    topic = f"zips-offsets-{'-'.join(stale_offsets) or 'trusted'}"
+    create_topic(broker, topic, 1)
+    produce(broker, topic, [(f"u{i}".encode(), f"zip-{i}".encode()) for i in range(5)])
+    file = tmp_path / "job.properties"
+    file.write_text(
+        "job.name=offsets\ntask.class=samzapy.task:StreamTask\ntask.inputs=kafka.views\n"
+        f"job.logged.store.base.dir={tmp_path / 'state'}\nstores.z.factory=rocksdb\n"
+        f"stores.z.side.inputs=kafka.{topic}\nstores.z.side.inputs.scope=global\n"
+    )
+    config = load_config(file)
+    job = parse_job_config(config)
+
+    def catch_up() -> tuple[int, list]:
+        side = SideInputs.build(job, config, [0], broker, SerdeResolver(job), MetricsRegistry())
+        try:
+            side.catch_up()
+            with side.store("z", 0).all() as entries:
+                return side.targets[0].metrics.counter("restored-records").value, list(entries)
+        finally:
+            side.close()
+
+    assert catch_up()[0] == 5
+    engine = SideInputRocksDBStore(tmp_path / "state" / "z" / "Global_0")
+    offsets = {(topic if name == "beyond" else "gone", 0): offset for name, offset in stale_offsets.items()}
+    engine.apply([(b"stale", b"x")], offsets)
+    engine.close()
+
+    restored, entries = catch_up()
+
+    table = [(f"u{i}".encode(), f"zip-{i}".encode()) for i in range(5)]
+    assert (restored, entries) == ((5, table) if rebuilt else (0, [(b"stale", b"x"), *table]))
