@@ -19,7 +19,9 @@ container: any task of the container answers, and nothing is asked elsewhere.
 
 A task that is restoring answers 503 with the reason, never data that may be older than the
 last commit, unless the request says ``allow_stale=true``: then a :class:`StaleSource` (the
-newest local checkpoint; later a standby replica) answers, flagged ``"stale": true``.
+newest checkpoint on this machine, the task's own or a standby replica's) answers, flagged
+``"stale": true``. A standby copy also answers for a task of another container whose
+container does not answer.
 """
 
 from __future__ import annotations
@@ -222,6 +224,8 @@ class QueryService:
                 found = None
             else:
                 found = self._remote(owner, path, {**params, "partition": str(first)}, blocked)
+                if found is None and blocked and allow_stale:  # the owner cannot answer
+                    found = self._get_stale_copy(store, key, first, fmt)
             if found is not None or explicit:
                 return found or self._missing(store, text, blocked)
         others = [p for p in self.mine if p != first]
@@ -264,6 +268,32 @@ class QueryService:
                     },
                 )
         return None
+
+    def _get_stale_copy(self, store: str, key: bytes, partition: int, fmt: str) -> Answer | None:
+        """The value from a stale copy on this machine of another container's task (a standby
+        replica's checkpoint), when the owner cannot answer and stale reads are allowed."""
+        if self.stale is None:
+            return None
+        with self._lock:
+            reader = None if self._closed else self.stale.reader(store, partition)
+            if reader is None:
+                return None
+            try:
+                value = reader.get(key)
+            finally:
+                reader.close()
+        if value is None:
+            return None
+        codec = self._codec(store)
+        return Answer(
+            200,
+            {
+                "store": store,
+                "key": codec.render_key(key, fmt),
+                "value": codec.render_value(value, fmt),
+                **self._where(partition, reader, True),
+            },
+        )
 
     def _where(self, partition: int, reader: StoreReader, stale: bool) -> dict[str, Any]:
         return {

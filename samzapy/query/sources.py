@@ -21,7 +21,7 @@ The in-memory engine is a dict: single reads are atomic under the GIL, and range
 dict in one C call (``dict.copy``) before sorting, so the loop's writes never race them.
 
 Stale sources implement :class:`StaleSource`; :class:`LocalCheckpointSource` is the one
-samzapy ships. A standby replica can be plugged in as another :class:`StaleSource`.
+samzapy ships: the newest checkpoint on this machine, the task's own or a standby replica's.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from rocksdict import AccessType, Options, Rdict
 
 from samzapy.config.model import JobConfig, StoreConfig
+from samzapy.container.standby_store import standby_dir
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import store_dir
 from samzapy.stores.memory import InMemoryStore
@@ -144,10 +145,13 @@ class RdictReader:
 
 
 class LocalCheckpointSource:
-    """The newest local checkpoint of a store partition (``Partition_<N>.checkpoints/<offset>``),
-    taken at a commit: a committed state, older than the store being restored.
+    """The newest checkpoint of a store partition on this machine: the task's own local
+    checkpoints (``Partition_<N>.checkpoints/<offset>``, taken at its commits) or a standby
+    replica's (``Partition_<N>.standby.checkpoints/<offset>``, taken at the owner's committed
+    offsets, see :mod:`samzapy.container.standby_store`), whichever is newer. Either is a
+    committed state, older than the live store.
 
-    Stores without a changelog or on the in-memory engine have no local checkpoints.
+    Stores without a changelog or on the in-memory engine have no checkpoints.
     """
 
     def __init__(self, job: JobConfig) -> None:
@@ -159,12 +163,17 @@ class LocalCheckpointSource:
         if config is None or config.changelog is None or config.engine != "rocksdb":
             return None
         live = store_dir(self.job.logged_store_base_dir, store, partition)
-        checkpoints = LocalCheckpoints(live, config.changelog.stream, partition)
-        for checkpoint in checkpoints.newest_first():
+        standby = standby_dir(self.job.logged_store_base_dir, store, partition)
+        found = [
+            (checkpoint, label)
+            for path, label in ((live, "checkpoint"), (standby, "standby checkpoint"))
+            for checkpoint in LocalCheckpoints(path, config.changelog.stream, partition).newest_first()
+        ]
+        for checkpoint, label in sorted(found, key=lambda item: item[0].offset, reverse=True):
             try:
                 return RdictReader(
-                    checkpoint.path, f"checkpoint {checkpoint.offset}", ttl=config.ttl_ms is not None
+                    checkpoint.path, f"{label} {checkpoint.offset}", ttl=config.ttl_ms is not None
                 )
             except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exception; try an older one
-                log.info("query: local checkpoint %s does not open (%s)", checkpoint.path, exc)
+                log.info("query: checkpoint %s does not open (%s)", checkpoint.path, exc)
         return None

@@ -16,6 +16,7 @@ import pytest
 from rocksdict import AccessType, Options, Rdict
 from support import create_topic, kill9, produce, run_job, start_job, wait_for, write_config
 
+from samzapy.checkpoint import read_checkpoints
 from samzapy.kafka.broker import free_port
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.query import StateClient, StateQueryError
@@ -210,5 +211,56 @@ def _status(client: StateClient, key: str) -> int | None:
 def _value(client: StateClient, key: str) -> int | None:
     try:
         return client.get("counts", key)
+    except StateQueryError:
+        return None
+
+
+def test_a_standby_copy_answers_stale_reads_for_a_dead_container(tmp_path: Path, broker: str) -> None:
+    name = "query-standby"
+    expected = produce_keyed(broker, f"{name}-in", 4, 2000, seed=7)
+    configs = [
+        write_config(
+            tmp_path / f"c{i}.properties",
+            properties(
+                tmp_path / f"state-{i}",  # each container its own machine
+                broker,
+                name,
+                0,
+                **{"job.container.count": "2", "job.standbytasks.replication.factor": "2"},
+            ),
+        )
+        for i in (0, 1)
+    ]
+    jobs = [start_job(configs[i], "--container-id", str(i), log=tmp_path / f"c{i}.log") for i in (0, 1)]
+    try:
+        checkpoints = f"__samza_checkpoint_ver_1_for_{name}_1"
+        wait_for(lambda: _committed_inputs(broker, checkpoints) == 2000, timeout=90, what="input committed")
+        kill9(jobs[1])  # container 1 is gone; container 0 holds standby copies of its tasks
+        at_0 = StateClient(Directory(broker, directory_topic(name, "1")).known()[0])
+        key = next(k for k in sorted(expected) if partition_for_key(k.encode(), 4) % 2 == 1)
+
+        with pytest.raises(StateQueryError) as refused:
+            at_0.get("counts", key)
+        wait_for(
+            lambda: _stale_value(at_0, key) == expected[key], timeout=60, what="the standby's committed value"
+        )
+        stale = at_0.lookup("counts", key, allow_stale=True)
+
+        assert refused.value.status == 503 and "not reachable" in refused.value.body["error"]
+        assert stale["stale"] is True and stale["source"].startswith("standby checkpoint ")
+        assert stale["container"] == 0
+    finally:
+        for job in jobs:
+            if job.poll() is None:
+                stop(job)
+
+
+def _committed_inputs(broker: str, topic: str) -> int:
+    return sum(o for c in read_checkpoints(broker, topic).values() for o in c.input_offsets.values())
+
+
+def _stale_value(client: StateClient, key: str) -> int | None:
+    try:
+        return client.get("counts", key, allow_stale=True)
     except StateQueryError:
         return None

@@ -4,6 +4,7 @@ server, the Prometheus port shared, and StateClient."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.request
 from pathlib import Path
@@ -12,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from samzapy.config.model import JobConfig, StoreConfig
+from samzapy.container.standby_store import standby_dir
 from samzapy.health import ContainerStatus
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.metrics import MetricsGroup, MetricsRegistry
@@ -24,6 +26,7 @@ from samzapy.reporters.prometheus import MetricsHttpServer
 from samzapy.serdes import IntegerSerde, JsonSerde, LongSerde, StringSerde
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import build_store, store_dir
+from samzapy.stores.rocksdb import RocksDBStore
 from samzapy.streams import SystemStream, task_name_for
 
 TASKS = 4
@@ -234,3 +237,21 @@ def test_the_prometheus_server_serves_queries_on_its_port(setup) -> None:
             assert response.status == 200
     finally:
         metrics.stop()
+
+
+def test_a_standby_copy_answers_stale_reads_when_the_owner_container_cannot(tmp_path: Path) -> None:
+    job = dataclasses.replace(job_config(tmp_path / "state"), container_count=2)
+    key = next(k for k in (f"k{i}" for i in range(100)) if owner(k) % 2 == 1)  # a task of container 1
+    standby = RocksDBStore(standby_dir(job.logged_store_base_dir, "counts", owner(key)))
+    standby.put(key.encode(), LongSerde().to_bytes(12))
+    LocalCheckpoints(standby.path, "counts-changelog", owner(key)).create(standby, 7)
+    standby.close()
+    status = ContainerStatus()
+    service = QueryService(job, 0, TASKS, list, status, stale=LocalCheckpointSource(job))
+
+    refused = service.handle(f"/stores/counts/keys/{key}")
+    stale = service.handle(f"/stores/counts/keys/{key}?allow_stale=true")
+
+    assert refused.status == 503 and "container 1" in refused.body["blocked"]
+    assert stale.status == 200 and stale.body["value"] == 12
+    assert stale.body["stale"] is True and stale.body["source"] == "standby checkpoint 7"
