@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
@@ -98,9 +99,12 @@ class SideInputs:
     """Every side-input store of a container, and the consumer that keeps them filled."""
 
     def __init__(
-        self, consumer: KafkaConsumer, targets: list[SideInputTarget], by_task: dict[Any, Any]
+        self,
+        consumer: KafkaConsumer | None,
+        targets: list[SideInputTarget],
+        by_task: dict[tuple[str, int], StorageEngine[Any, Any]],
     ) -> None:
-        self._consumer = consumer
+        self._consumer = consumer  # None: the job has no side-input store
         self.targets = targets
         self._by_task = by_task  # (store name, task partition) -> StorageEngine
         self._by_tp: dict[TopicPartition, list[SideInputTarget]] = {}
@@ -121,12 +125,15 @@ class SideInputs:
         registry: MetricsRegistry,
         container_id: int = 0,
     ) -> SideInputs:
-        """Open the side-input stores of the tasks ``partitions`` (none: an idle object).
+        """Open the side-input stores of the tasks ``partitions``; a job without side-input
+        stores gets an object that does nothing (and opens no consumer).
 
         Raises:
             KafkaSystemError: a side-input topic does not exist.
             ConfigError: a processor cannot be resolved.
         """
+        if not any(s.has_side_inputs for s in job.stores.values()):
+            return cls(None, [], {})
         consumer = reader_consumer(
             servers, auto_offset_reset="none", **client_settings(job.consumer_overrides)
         )
@@ -141,11 +148,10 @@ class SideInputs:
                     if store_config.side_inputs_processor
                     else None
                 )
-                groups = _groups(store_config, counts, partitions, container_id)
-                for label, owner_partitions, tps in groups:
-                    target = _target(job, store_config, label, tps, processor, serdes, registry, container_id)
+                for instance in _instances(job, store_config, counts, partitions, container_id):
+                    target = _target(instance, store_config, processor, serdes, registry)
                     targets.append(target)
-                    for p in owner_partitions:
+                    for p in instance.owners:
                         by_task[(store_config.name, p)] = target.store
         except BaseException:
             consumer.close()
@@ -224,6 +230,8 @@ class SideInputs:
 
     def _assign(self) -> None:
         tps = sorted(self._by_tp)
+        if not tps:
+            return
         self._consumer.assign(tps)
         for tp in tps:
             self._consumer.seek(tp, min(t.offsets[tp] for t in self._by_tp[tp]))
@@ -245,7 +253,8 @@ class SideInputs:
     def close(self) -> None:
         """Close the consumer and every store (closing a store twice is harmless)."""
         try:
-            self._consumer.close()
+            if self._consumer is not None:
+                self._consumer.close()
         finally:
             for target in self.targets:
                 target.store.close()
@@ -265,16 +274,33 @@ def _partition_counts(consumer: KafkaConsumer, config: StoreConfig) -> dict[str,
     return counts
 
 
-def _groups(
-    config: StoreConfig, counts: dict[str, int], partitions: list[int], container_id: int
-) -> list[tuple[str, list[int], list[TopicPartition]]]:
-    """(label, task partitions served, side-input partitions read) of each store instance."""
+@dataclass(frozen=True)
+class _Instance:
+    """Where one store instance lives, which tasks get it, which partitions fill it."""
+
+    label: str  # "Partition N" or "Global_<container id>": metrics group and log name
+    path: Path
+    partition: int  # the task's partition, -1 for a global store
+    owners: list[int]
+    tps: list[TopicPartition]
+
+
+def _instances(
+    job: JobConfig, config: StoreConfig, counts: dict[str, int], partitions: list[int], container_id: int
+) -> list[_Instance]:
+    """The store instances of ``config`` for the tasks ``partitions`` (module doc: scope)."""
+    base = job.logged_store_base_dir
     if config.side_inputs_scope == "global":
+        if not partitions:
+            return []
+        label = f"Global_{container_id}"
         tps = [TopicPartition(topic, p) for topic, n in counts.items() for p in range(n)]
-        return [(f"Global_{container_id}", list(partitions), tps)] if partitions else []
+        return [_Instance(label, base / config.name / label, -1, list(partitions), tps)]
     return [
-        (
+        _Instance(
             task_name_for(p),
+            store_dir(base, config.name, p),
+            p,
             [p],
             [TopicPartition(topic, p) for topic, n in counts.items() if p < n],
         )
@@ -283,26 +309,22 @@ def _groups(
 
 
 def _target(
-    job: JobConfig,
+    instance: _Instance,
     config: StoreConfig,
-    label: str,
-    tps: list[TopicPartition],
     processor: Any,
     serdes: SerdeResolver,
     registry: MetricsRegistry,
-    container_id: int,
 ) -> SideInputTarget:
     key_serde, msg_serde = serdes.for_store(config)
-    metrics = registry.group(f"store.{config.name}.{label}")
-    partition = int(label.split()[-1]) if label.startswith("Partition") else -1
-    path = (
-        store_dir(job.logged_store_base_dir, config.name, partition)
-        if partition >= 0
-        else job.logged_store_base_dir / config.name / f"Global_{container_id}"
-    )
+    metrics = registry.group(f"store.{config.name}.{instance.label}")
     store = build_side_input_store(
-        config, path=path, key_serde=key_serde, msg_serde=msg_serde, metrics=metrics, partition=partition
+        config,
+        path=instance.path,
+        key_serde=key_serde,
+        msg_serde=msg_serde,
+        metrics=metrics,
+        partition=instance.partition,
     )
     stream_serdes = {s.stream: serdes.for_stream(s) for s in config.side_inputs}
     writer = RecordWriter(config.name, processor, stream_serdes, (key_serde, msg_serde), store)
-    return SideInputTarget(config, store, writer, tps, metrics)
+    return SideInputTarget(config, store, writer, instance.tps, metrics)

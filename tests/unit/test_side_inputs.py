@@ -12,9 +12,10 @@ import pytest
 
 from samzapy.config import ConfigError, StoreConfig, load_config, parse_job_config
 from samzapy.container.side_input_processor import RecordWriter, resolve_processor
+from samzapy.container.side_inputs import SideInputs
 from samzapy.errors import StoreError, TaskError
-from samzapy.metrics import MetricsGroup
-from samzapy.serdes import JsonSerde, StringSerde
+from samzapy.metrics import MetricsGroup, MetricsRegistry
+from samzapy.serdes import JsonSerde, SerdeResolver, StringSerde
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.serialized import SerializedStore
 from samzapy.stores.side_input_store import (
@@ -232,3 +233,11 @@ def test_resolve_processor_accepts_functions_and_classes_and_explains_failures()
 def test_doctests(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_job_without_side_inputs_opens_no_consumer_and_pumps_nothing(tmp_path: Path) -> None:
+    job = parse(tmp_path, BASE + STORE + "stores.zips.changelog=kafka.zips-log\n")
+    side = SideInputs.build(job, None, [0, 1], "nowhere:1", SerdeResolver(job), MetricsRegistry())
+    side.catch_up()
+    assert (side.pump(), side.targets) == (0, [])
+    side.close()
