@@ -14,6 +14,7 @@ group                           samples
 ``container``                   ``samzapy_container_commit_calls_total``
 ``task.Partition 0``            ``samzapy_task_process_ns_total{task="Partition 0"}``
 ``store.counts.Partition 0``    ``samzapy_store_puts_total{store="counts",task="Partition 0"}``
+``standby.counts.Partition 1``  ``samzapy_standby_standby_lag{store="counts",task="Partition 1"}``
 ``input.kafka.pageviews.0``     ``samzapy_input_lag{system="kafka",stream="pageviews",partition="0"}``
 ``other.rest``                  ``samzapy_other_<metric>{group="rest"}``
 ==============================  ============================================================
@@ -61,6 +62,8 @@ def group_labels(group: str) -> tuple[str, dict[str, str]]:
 
     >>> group_labels("store.counts.Partition 0")
     ('store', {'store': 'counts', 'task': 'Partition 0'})
+    >>> group_labels("standby.counts.Partition 1")
+    ('standby', {'store': 'counts', 'task': 'Partition 1'})
     >>> group_labels("input.kafka.page.views.3")
     ('input', {'system': 'kafka', 'stream': 'page.views', 'partition': '3'})
     >>> group_labels("container"), group_labels("async.Partition 1")
@@ -71,7 +74,7 @@ def group_labels(group: str) -> tuple[str, dict[str, str]]:
         return kind, {}
     if kind == "task":
         return kind, {"task": rest}
-    if kind == "store" and "." in rest:
+    if kind in ("store", "standby") and "." in rest:
         store, _, task = rest.partition(".")
         return kind, {"store": store, "task": task}
     if kind == "input":
