@@ -26,22 +26,22 @@ container does not answer.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from samzapy.config.model import JobConfig
 from samzapy.health import RESTORING, RUNNING, ContainerStatus
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.metrics import MetricsRegistry
+from samzapy.query.answer import Answer, flag_param, int_param
 from samzapy.query.directory import Directory
 from samzapy.query.keys import KeyCodec, QueryError, check_format
+from samzapy.query.peers import Peers
 from samzapy.query.sources import LiveReader, StaleSource, StoreReader
 from samzapy.serdes import SerdeResolver
 from samzapy.streams import task_name_for
@@ -50,43 +50,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
-#: Seconds to wait for another container's answer.
-PROXY_TIMEOUT_S = 5.0
 COMMITTED_OR_NEWER = "committed-or-newer"
-
-
-@dataclass
-class Answer:
-    """An HTTP answer: status and JSON body."""
-
-    status: int
-    body: dict[str, Any] = field(default_factory=dict)
-
-    def encode(self) -> bytes:
-        """The body as JSON bytes."""
-        return json.dumps(self.body, default=str).encode()
-
-
-def _flag(params: dict[str, str], name: str) -> bool:
-    value = params.get(name, "false").lower()
-    if value not in ("true", "false", "1", "0", ""):
-        msg = f"{name}={params[name]} is not a boolean: use true or false"
-        raise QueryError(msg)
-    return value in ("true", "1", "")
-
-
-def _int_param(params: dict[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = low - 1
-    if not low <= value <= high:
-        msg = f"{name}={raw} must be an integer from {low} to {high}"
-        raise QueryError(msg)
-    return value
 
 
 class QueryService:
@@ -126,6 +90,7 @@ class QueryService:
         self.registry = registry
         self._committed = committed or dict
         self.directory = directory
+        self.peers = Peers(container_id, directory)
         self.stale = stale
         serdes = SerdeResolver(job)
         self._codecs = {name: KeyCodec(*serdes.for_store(cfg)) for name, cfg in job.stores.items()}
@@ -203,7 +168,7 @@ class QueryService:
         codec = self._codec(store)
         fmt = check_format(params.get("format"))
         key = codec.key_bytes(text, fmt)
-        allow_stale = _flag(params, "allow_stale")
+        allow_stale = flag_param(params, "allow_stale")
         local_only = params.get("scope") == "local"
         blocked: dict[str, str] = {}
         path = f"/stores/{_q(store)}/keys/{_q(text)}"
@@ -212,7 +177,7 @@ class QueryService:
             found = self._get_local(store, key, self.mine[:1], fmt, allow_stale, blocked)
             return found or self._missing(store, text, blocked)
         if explicit:
-            first: int | None = _int_param(params, "partition", 0, 0, self.task_count - 1)
+            first: int | None = int_param(params, "partition", 0, 0, self.task_count - 1)
         else:
             first = None if local_only else partition_for_key(key, self.task_count)
         if first is not None:
@@ -223,7 +188,7 @@ class QueryService:
                 blocked[task_name_for(first)] = f"not a task of container {self.container_id}"
                 found = None
             else:
-                found = self._remote(owner, path, {**params, "partition": str(first)}, blocked)
+                found = self.peers.ask(owner, path, {**params, "partition": str(first)}, blocked)
                 if found is None and blocked and allow_stale:  # the owner cannot answer
                     found = self._get_stale_copy(store, key, first, fmt)
             if found is not None or explicit:
@@ -232,7 +197,7 @@ class QueryService:
         found = self._get_local(store, key, others, fmt, allow_stale, blocked)
         if found is None and not local_only:
             for container in self._other_containers():
-                found = self._remote(container, path, params, blocked)
+                found = self.peers.ask(container, path, params, blocked)
                 if found is not None:
                     break
         return found or self._missing(store, text, blocked)
@@ -326,8 +291,8 @@ class QueryService:
         fmt = check_format(params.get("format"))
         from_key = codec.key_bytes(params["from"], fmt) if params.get("from") else None
         to_key = codec.key_bytes(params["to"], fmt) if params.get("to") else None
-        limit = _int_param(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        allow_stale = _flag(params, "allow_stale")
+        limit = int_param(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        allow_stale = flag_param(params, "allow_stale")
         blocked: dict[str, str] = {}
         found: list[tuple[bytes, dict[str, Any]]] = []
         truncated = False
@@ -353,7 +318,7 @@ class QueryService:
                 found.append((key, {**entry, "task": where["task"], "stale": stale}))
         if params.get("scope") != "local" and not shared:
             for container in self._other_containers():
-                remote = self._remote(container, f"/stores/{_q(store)}/range", params, blocked)
+                remote = self.peers.ask(container, f"/stores/{_q(store)}/range", params, blocked)
                 if remote is not None:
                     truncated |= bool(remote.body.get("truncated"))
                     found += [(bytes.fromhex(e["key_hex"]), e) for e in remote.body["entries"]]
@@ -442,51 +407,6 @@ class QueryService:
     # ----------------------------------------------------------------- other containers
     def _other_containers(self) -> list[int]:
         return [c for c in range(self.job.container_count) if c != self.container_id]
-
-    def _remote(
-        self, container: int, path: str, params: dict[str, str], blocked: dict[str, str]
-    ) -> Answer | None:
-        """Ask ``container`` (scope=local); a 200 answer, or ``None`` with reasons in ``blocked``."""
-        query = urllib.parse.urlencode({**params, "scope": "local"})
-        where = f"container {container}"
-        if self.directory is None:
-            blocked[where] = "no directory of containers"
-            return None
-        answer = None
-        for refresh in (False, True):
-            url = self.directory.url(container, refresh=refresh)
-            if url is None:
-                blocked[where] = f"has not announced a query address in {self.directory.topic}"
-                continue
-            answer = _fetch(f"{url}{path}?{query}")
-            if answer is not None:
-                break
-            blocked[where] = f"not reachable at {url}"
-        if answer is None:
-            return None
-        blocked.pop(where, None)
-        if answer.status == 200:
-            answer.body["via"] = self.container_id
-            return answer
-        if answer.status == 503:
-            blocked.update(answer.body.get("blocked") or {where: answer.body.get("error", "unavailable")})
-        elif answer.status != 404:
-            blocked[where] = f"answered {answer.status}: {answer.body.get('error')}"
-        return None
-
-
-def _fetch(url: str) -> Answer | None:
-    try:
-        with urllib.request.urlopen(url, timeout=PROXY_TIMEOUT_S) as response:
-            return Answer(response.status, json.loads(response.read()))
-    except urllib.error.HTTPError as error:
-        try:
-            return Answer(error.code, json.loads(error.read()))
-        except ValueError:
-            return Answer(error.code, {"error": error.reason})
-    except (OSError, ValueError) as exc:
-        log.info("query: %s did not answer: %s", url, exc)
-        return None
 
 
 def _q(text: str) -> str:

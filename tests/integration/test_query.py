@@ -7,8 +7,10 @@ Real dev broker, RocksDB stores, job subprocesses.
 
 from __future__ import annotations
 
+import json
 import random
 import signal
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -86,11 +88,19 @@ def test_keys_and_ranges_of_a_running_job_match_its_store(tmp_path: Path, broker
     state = tmp_path / "state"
     port = free_port()
     expected = produce_keyed(broker, f"{name}-in", 4, 3000, seed=1)
-    config = write_config(tmp_path / "job.properties", properties(state, broker, name, port))
+    shared = {  # the Prometheus reporter on the same port: one server answers both
+        "metrics.reporters": "prom",
+        "metrics.reporter.prom.class": "prometheus",
+        "metrics.reporter.prom.host": "127.0.0.1",
+        "metrics.reporter.prom.port": str(port),
+    }
+    config = write_config(tmp_path / "job.properties", properties(state, broker, name, port, **shared))
     client = StateClient(f"http://127.0.0.1:{port}")
     job = start_job(config, log=tmp_path / "job.log")
     try:
         wait_for(lambda: _answers(client), timeout=90, what="the query server")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health") as health:
+            assert json.loads(health.read())["status"] == "running"
         seen: dict[str, int] = {}
         final = expected + produce_keyed(broker, f"{name}-in", 4, 3000, seed=2)  # read while processed
 
