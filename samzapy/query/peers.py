@@ -38,12 +38,15 @@ class Peers:
         if self.directory is None:
             blocked[where] = "no directory of containers"
             return None
-        answer = None
-        for refresh in (False, True):
+        answer, tried = None, None
+        for refresh in (False, True):  # a failure reads the directory again: it may have moved
             url = self.directory.url(container, refresh=refresh)
             if url is None:
                 blocked[where] = f"has not announced a query address in {self.directory.topic}"
                 continue
+            if url == tried:
+                break
+            tried = url
             answer = _fetch(f"{url}{path}?{query}")
             if answer is not None:
                 break

@@ -388,7 +388,11 @@ class QueryService:
             if task is None:
                 blocked[name] = "no longer run by this container (fenced by a newer one)"
                 return None, False
-            return LiveReader(task.stores[store].raw), False
+            raw = getattr(task.stores.get(store), "raw", None)
+            if raw is None:
+                blocked[name] = f"store '{store}' of this task has no engine queries can read"
+                return None, False
+            return LiveReader(raw), False
         if status == RESTORING:
             if not allow_stale:
                 blocked[name] = (
