@@ -22,6 +22,7 @@ KNOWN = (
     "after-local-checkpoint",  # local store checkpoints written, Kafka checkpoint not yet
     "during-restore",  # part of a changelog replayed into the store
     "during-trim",  # part of the uncommitted changelog tail undone
+    "during-side-input-restore",  # a batch of a side input applied at start-up, more to read
 )
 
 

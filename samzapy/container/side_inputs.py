@@ -36,6 +36,7 @@ from kafka.errors import OffsetOutOfRangeError
 
 from samzapy.config.model import JobConfig, StoreConfig
 from samzapy.container.side_input_processor import RecordWriter, resolve_processor
+from samzapy.crashpoints import crash_point
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.kafka.settings import client_settings
@@ -175,6 +176,7 @@ class SideInputs:
             for tp in target.tps:
                 for batch in read_partition(self._consumer, tp, target.offsets[tp]):
                     target.apply(tp, batch, restoring=True)
+                    crash_point("during-side-input-restore")
             read = target.metrics.counter("restored-records").value - before
             log.info(
                 "side-input store %s (%s) read to the end of %s: %d records in %.1fs",

@@ -14,7 +14,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # jobs_support, next to this file
 
 from jobs_support import dedup_by_id, job_config, outputs, run_to_end  # noqa: E402
-from support import create_topic, kill9, produce, read_metrics, start_job, wait_for  # noqa: E402
+from support import (  # noqa: E402
+    create_topic,
+    job_env,
+    kill9,
+    produce,
+    read_metrics,
+    run_job,
+    start_job,
+    wait_for,
+)
 
 from samzapy.config import load_config, parse_job_config  # noqa: E402
 from samzapy.container.side_inputs import SideInputs  # noqa: E402
@@ -230,3 +239,42 @@ def test_stored_offsets_are_trusted_only_when_they_fit_the_topic(
 
     table = [(f"u{i}".encode(), f"zip-{i}".encode()) for i in range(5)]
     assert (restored, entries) == ((5, table) if rebuilt else (0, [(b"stale", b"x"), *table]))
+
+
+@pytest.mark.crash
+def test_kill9_in_the_middle_of_the_start_up_read_resumes_where_the_store_stopped(
+    tmp_path: Path, broker: str
+) -> None:
+    tag = "side-crash-restore"
+    topics = {name: f"{name}-{tag}" for name in ("profiles", "views", "enriched")}
+    table = [profile(f"u{i:02d}", f"zip-{i}-{v}") for v in range(3) for i in range(100)]
+    produce_json(broker, topics["profiles"], 3, table)  # 3 partitions: at least 3 batches
+    page_views = [(f"u{n:02d}".encode(), {"view_id": f"v{n}", "user_id": f"u{n:02d}"}) for n in range(100)]
+    produce_json(broker, topics["views"], 2, page_views)
+    config = job_config(
+        tmp_path,
+        broker,
+        "pageview-enrich-global.properties",
+        tag,
+        {
+            "task.inputs": f"kafka.{topics['views']}",
+            "stores.user-zips.side.inputs": f"kafka.{topics['profiles']}",
+            "join.output.stream": f"kafka.{topics['enriched']}",
+        },
+    )
+
+    crashed = run_job(config, env=job_env(SAMZAPY_CRASH_AT="during-side-input-restore:2"))
+    assert crashed.returncode == -9, crashed.stderr[-2000:]
+    store_path = tmp_path / f"state-pageview-enrich-global-{tag}" / "user-zips" / "Global_0"
+    engine = SideInputRocksDBStore(store_path)
+    applied = sum(engine.offsets().values())  # offsets start at 0: the next offset is the count
+    engine.close()
+    assert 0 < applied < len(table)
+    assert outputs(broker, topics["enriched"]) == []  # nothing processed before the table is whole
+
+    metrics = tmp_path / "metrics.json"
+    run_to_end(config, metrics)
+
+    assert store_metric(metrics, "restored-records") == len(table) - applied
+    want = {f"v{n}": {"view_id": f"v{n}", "user_id": f"u{n:02d}", "zip": f"zip-{n}-2"} for n in range(100)}
+    assert enriched(broker, topics["enriched"]) == want
