@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # jobs_support, next to this file
 
-from jobs_support import Feeder, crash_rounds, dedup_by_id, job_config, outputs, run_to_end  # noqa: E402
-from support import create_topic  # noqa: E402
+from jobs_support import (  # noqa: E402
+    Feeder,
+    checkpoint_history,
+    dedup_by_id,
+    job_config,
+    outputs,
+    run_to_end,
+)
+from support import create_topic, kill9, start_job  # noqa: E402
 
 from samzapy.generate import produce_json  # noqa: E402
 
@@ -121,6 +129,30 @@ def run_until_settled(config: Path, broker: str, topics: dict[str, str]) -> int:
     raise AssertionError(f"the job still sent intermediate records after {runs} runs: {sizes}")
 
 
+def committed_inputs(broker: str, config: Path) -> int:
+    """How many input records the job's latest checkpoints say were processed, all tasks."""
+    latest = {c.task_name: c for c in checkpoint_history(broker, config)}
+    return sum(sum(c.input_offsets.values()) for c in latest.values())
+
+
+def crash_after_commits(config: Path, broker: str, rounds: int, rng: random.Random, log: Path) -> list[float]:
+    """``rounds`` times: start the job, let it commit the processing of 150 more input
+    records (so that the next start restores committed state, not an empty one; at most
+    6 s when it has nothing left to do), then SIGKILL it after a further random delay of
+    up to a second."""
+    delays = []
+    for _ in range(rounds):
+        wanted = committed_inputs(broker, config) + 150
+        job = start_job(config, log=log)
+        deadline = time.monotonic() + 6
+        while committed_inputs(broker, config) < wanted and time.monotonic() < deadline:
+            time.sleep(0.1)
+        delays.append(round(rng.uniform(0.0, 1.0), 2))
+        time.sleep(delays[-1])
+        kill9(job)
+    return delays
+
+
 def check(broker: str, topics: dict[str, str], records: list) -> None:
     want = expected_table(records)
     changes = outputs(broker, topics["joined"])
@@ -162,13 +194,13 @@ def test_foreign_key_join_survives_kill9(tmp_path, broker):
     feeder = Feeder(
         lambda chunk: produce_script(broker, topics, chunk),
         records,
-        chunks=8,
-        pause_s=0.8,
+        chunks=10,
+        pause_s=0.6,
         finish=lambda: None,
     )
     feeder.start()
 
-    delays = crash_rounds([config], broker, 3, random.Random(seed), tmp_path / "job.log")
+    delays = crash_after_commits(config, broker, 3, random.Random(seed), tmp_path / "job.log")
     feeder.join_checked()
     run_until_settled(config, broker, topics)
 
