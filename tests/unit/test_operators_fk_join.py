@@ -238,3 +238,8 @@ class _JsonStore(InMemoryStore):
 
     def delete(self, key: Any) -> None:
         self.values.pop(key, None)
+
+
+def test_task_inputs_must_be_the_four_join_streams():
+    with pytest.raises(ValueError, match="must be exactly the left, right, subscription and response"):
+        Loop("task.inputs=kafka.orders,kafka.customers,kafka.order-customer-subscriptions")
