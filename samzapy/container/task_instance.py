@@ -131,6 +131,9 @@ class TaskInstance:
         collector = self.collector
         coordinator = self.coordinator
         offsets = self.offsets
+        # Looked up once per batch, not per message: the store write counters that tell
+        # whether a failed call left a trace.
+        counters = self._write_counters()
         started = time.perf_counter_ns()
         index = start
         try:
@@ -162,11 +165,11 @@ class TaskInstance:
                     record.headers or [],
                 )
                 collector.begin(ssp.stream, record.offset)
-                writes_before = self._writes() + collector.sent
+                writes_before = sum(c.value for c in counters) + collector.sent
                 try:
                     process(envelope, collector, coordinator)
                 except Exception as exc:
-                    traceless = self._writes() + collector.sent == writes_before
+                    traceless = sum(c.value for c in counters) + collector.sent == writes_before
                     self._fail(ssp, record, exc, "process() raised", traceless=traceless)
                 offsets[ssp] = record.offset + 1
                 if coordinator.commit_requested or coordinator.shutdown_requested:
@@ -176,11 +179,12 @@ class TaskInstance:
             self._process_ns.inc(time.perf_counter_ns() - started)
         return index
 
-    def _writes(self) -> int:
-        return sum(
-            store.metrics.counter("puts").value + store.metrics.counter("deletes").value
+    def _write_counters(self) -> list[Any]:
+        return [
+            counter
             for store in self.stores.values()
-        )
+            for counter in (store.metrics.counter("puts"), store.metrics.counter("deletes"))
+        ]
 
     def _fail(
         self,

@@ -17,6 +17,7 @@ from kafka.producer.future import FutureRecordMetadata
 
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka.admin import DEFAULT_DEADLINE_S, attempt_timeout_ms, retry_unreachable
+from samzapy.kafka.fast_append import APPENDED, FastAppend, acked_last_offset
 from samzapy.kafka.partitioner import partition_for_key
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,9 @@ DEFAULTS: dict[str, Any] = {
 #: twice as many as are still in flight have).
 _COLLECT_EVERY = 20_000
 _MAX_FAILURES_SHOWN = 5
+#: A send still to be checked: its future, topic, partition, and (fast path) the batch whose
+#: fate the future stands for, or ``None`` when it stands for its own record only.
+_Pending = tuple[FutureRecordMetadata, str, int | None, Any]
 
 
 def producer_settings(bootstrap_servers: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -85,8 +89,9 @@ class Producer:
     partition count (fetched once per topic); key-less ones to the partition kafka-python's
     sticky partitioner picks.
 
-    Implementation: no callback is attached to a send (the hot path is one
-    ``KafkaProducer.send`` plus a list append). Sends are kept as ``(future, topic, partition)``
+    Implementation: no callback is attached to a send (the hot path is one append to
+    kafka-python's record accumulator, see :mod:`samzapy.kafka.fast_append`, or one
+    ``KafkaProducer.send``, plus a list append). Sends are kept as ``(future, topic, partition)``
     and scanned for completion at ``flush``, at ``acked_offset`` and whenever the list has
     grown past a threshold, which bounds the memory held by completed sends.
 
@@ -115,8 +120,9 @@ class Producer:
         self._producer = retry_unreachable(
             lambda: KafkaProducer(**settings), bootstrap_servers, "connect", deadline_s
         )
+        self._fast = FastAppend.for_producer(self._producer)
         self._counts: dict[str, int] = {}
-        self._pending: list[tuple[FutureRecordMetadata, str, int | None]] = []
+        self._pending: list[_Pending] = []
         self._collect_at = _COLLECT_EVERY
         self._acked: dict[tuple[str, int], int] = {}
         self._failures: list[tuple[str, int | None, BaseException]] = []  # the first few
@@ -144,13 +150,22 @@ class Producer:
                 count = self.partitions_for(topic)
             partition = partition_for_key(key, count)
         try:
-            future = self._producer.send(topic, value=value, key=key, headers=headers, partition=partition)
+            appended = None
+            if partition is not None and self._fast is not None:
+                appended = self._fast.append(topic, partition, key, value, headers)
+                if appended is APPENDED:
+                    return  # tracked by its batch's first record
+            if appended is None:
+                appended = (
+                    self._producer.send(topic, value=value, key=key, headers=headers, partition=partition),
+                    None,
+                )
         except (kafka_errors.KafkaError, ValueError, TypeError) as exc:
             where = f"topic '{topic}'" if partition is None else f"topic '{topic}' partition {partition}"
             msg = f"cannot send a record to {where} on {self._address}: {exc}"
             raise KafkaSystemError(msg) from exc
         pending = self._pending
-        pending.append((future, topic, partition))
+        pending.append((appended[0], topic, partition, appended[1]))
         if len(pending) >= self._collect_at:
             self._collect()
 
@@ -207,7 +222,7 @@ class Producer:
     def _collect(self) -> None:
         """Move completed sends out of the pending list into acked offsets or failures."""
         acked = self._acked
-        still: list[tuple[FutureRecordMetadata, str, int | None]] = []
+        still: list[_Pending] = []
         for entry in self._pending:
             future = entry[0]
             if not future.is_done:
@@ -215,14 +230,23 @@ class Producer:
             elif future.exception is None:
                 metadata = future.value
                 tp = (metadata.topic, metadata.partition)
-                if metadata.offset > acked.get(tp, -1):
-                    acked[tp] = metadata.offset
+                try:
+                    offset = acked_last_offset(future, entry[3])
+                except KafkaSystemError as exc:
+                    self._failed(entry, exc)
+                    continue
+                if offset > acked.get(tp, -1):
+                    acked[tp] = offset
             else:
-                self._failure_count += 1
-                if len(self._failures) < _MAX_FAILURES_SHOWN:
-                    self._failures.append((entry[1], entry[2], future.exception))
+                self._failed(entry, future.exception)
         self._pending = still
         self._collect_at = max(_COLLECT_EVERY, 2 * len(still))
+
+    def _failed(self, entry: _Pending, exc: BaseException) -> None:
+        batch = entry[3]
+        self._failure_count += 1 if batch is None else batch.record_count
+        if len(self._failures) < _MAX_FAILURES_SHOWN:
+            self._failures.append((entry[1], entry[2], exc))
 
     def _failure_error(self) -> KafkaSystemError:
         failures = self._failures
