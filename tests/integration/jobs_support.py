@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka import TopicPartition
-from support import consume_all, header, kill9, run_job, start_job, wait_for, write_config
+from support import consume_all, header, kill9, run_job, start_job, write_config
 
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import load_config, parse_job_config
@@ -48,25 +48,37 @@ def run_to_end(config: Path, metrics: Path | None = None) -> None:
 def crash_rounds(
     configs: Sequence[Path], broker: str, rounds: int, rng: random.Random, log: Path
 ) -> list[float]:
-    """``rounds`` times: start every job, wait until each has committed in this run (so it is
-    processing), then SIGKILL each after a further random delay of up to a second. Returns
-    the delays, for failure messages."""
+    """``rounds`` times: start every job, wait until each has committed progress in this run
+    (a checkpoint whose input offsets moved past the last one before the run: the ownership
+    claim a container writes at start repeats the old offsets and does not count), then
+    SIGKILL each after a further random delay of up to a second. A job that has nothing left
+    to commit within ``IDLE_ROUND_S`` (its input is used up) is killed idle. Returns the
+    delays, for failure messages."""
     delays = []
     for _ in range(rounds):
-        before = [len(checkpoint_history(broker, config)) for config in configs]
+        before = [checkpoint_history(broker, config) for config in configs]
         jobs = [start_job(config, log=log) for config in configs]
-        for config, job, seen in zip(configs, jobs, before, strict=True):
-            wait_for(
-                lambda c=config, n=seen: len(checkpoint_history(broker, c)) > n,
-                timeout=60,
-                every=0.1,
-                what=f"a commit of {config.name}",
-            )
+        for config, job, history in zip(configs, jobs, before, strict=True):
+            deadline = time.monotonic() + IDLE_ROUND_S
+            while time.monotonic() < deadline and not _committed_progress(broker, config, history):
+                assert job.poll() is None, f"{config.name} exited with {job.returncode}; see {log}"
+                time.sleep(0.1)
             delay = rng.uniform(0.0, 1.0)
             delays.append(round(delay, 2))
             time.sleep(delay)
             kill9(job)
     return delays
+
+
+#: How long :func:`crash_rounds` waits for a commit with progress before killing a job anyway.
+IDLE_ROUND_S = 30.0
+
+
+def _committed_progress(broker: str, config: Path, history: list[TaskCheckpoint]) -> bool:
+    """Whether a checkpoint written after ``history`` moved some task's input offsets."""
+    last = {c.task_name: c.input_offsets for c in history}
+    new = checkpoint_history(broker, config)[len(history) :]
+    return any(c.input_offsets != last.get(c.task_name, {}) for c in new)
 
 
 class Feeder(threading.Thread):
