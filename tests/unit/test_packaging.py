@@ -1,0 +1,45 @@
+"""The package list in pyproject.toml matches the folders on disk.
+
+With an explicit package list, a subpackage missing from it still imports in an editable
+install but is left out of the wheel; this test catches that before a release does.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _package_folders() -> set[str]:
+    """Every folder with an ``__init__.py`` under samzapy/ and the mapped top-level folders,
+    named as the installed package."""
+    mapped = _pyproject()["tool"]["setuptools"]["package-dir"]
+    roots = {"samzapy": ROOT / "samzapy", **{name: ROOT / folder for name, folder in mapped.items()}}
+    found = set()
+    for name, folder in roots.items():
+        for init in folder.rglob("__init__.py"):
+            if "__pycache__" in init.parts:
+                continue
+            relative = init.parent.relative_to(folder).parts
+            found.add(".".join((name, *relative)))
+    return found
+
+
+def test_every_package_folder_is_listed_in_pyproject():
+    listed = set(_pyproject()["tool"]["setuptools"]["packages"])
+    assert _package_folders() == listed
+
+
+def test_mapped_folders_are_flat():
+    """stores/, tools/ and jobs/ hold modules only: a subpackage there would need its own
+    package-dir entry (STYLE.md, packaging traps)."""
+    mapped = _pyproject()["tool"]["setuptools"]["package-dir"]
+    for folder in mapped.values():
+        nested = [p for p in (ROOT / folder).iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+        assert nested == [], f"{folder}/ has subpackages {nested}"
