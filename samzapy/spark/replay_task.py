@@ -107,14 +107,20 @@ def run_replay_task(plan: TaskPlan, settings: ReplaySettings) -> dict[str, Any]:
     sink = _sink(settings, plan.partition, job)
     admin: list[Any] = []
     instance = None
+    side_inputs = None
     try:
-        instance = _build_instance(plan, settings, job, sink, work, admin)
+        side_inputs = _side_inputs(plan, settings, job, work)
+        instance = _build_instance(plan, settings, job, sink, work, admin, side_inputs)
         processed = _process(instance, plan, settings.consumer_servers, job.window_ms)
         if job.window_ms is not None:
             instance.window()
         instance.flush_stores()
         sink.flush()
-        stores = [_finish_store(instance, name, plan, settings, sink) for name in instance.stores]
+        stores = [
+            _finish_store(instance, name, plan, settings, sink)
+            for name in instance.stores
+            if not job.stores[name].has_side_inputs  # rebuilt from its topic by any run
+        ]
         return {
             "partition": plan.partition,
             "task": instance.task_name,
@@ -129,6 +135,8 @@ def run_replay_task(plan: TaskPlan, settings: ReplaySettings) -> dict[str, Any]:
     finally:
         if instance is not None:
             instance.close()
+        if side_inputs is not None:
+            side_inputs.close()
         sink.close()
         for a in admin:
             a.close()
@@ -146,8 +154,40 @@ def _sink(settings: ReplaySettings, partition: int, job: Any) -> Any:
     return Producer(settings.producer_servers, client_settings(job.producer_overrides))
 
 
+def _side_inputs(plan: TaskPlan, settings: ReplaySettings, job: Any, work: Path) -> Any:
+    """The task's side-input stores, read to the true end of their topics, as a container
+    reads them at start (a replay sees the table as it is now, not as it was when the replayed
+    input was first processed: docs/side-inputs.md)."""
+    from dataclasses import replace
+
+    from samzapy.container.side_inputs import SideInputs
+    from samzapy.metrics import MetricsRegistry
+    from samzapy.serdes import SerdeResolver
+
+    side_inputs = SideInputs.build(
+        replace(job, logged_store_base_dir=work),
+        settings.config,
+        [plan.partition],
+        settings.consumer_servers,
+        SerdeResolver(job),
+        MetricsRegistry(),
+    )
+    try:
+        side_inputs.catch_up()
+    except BaseException:
+        side_inputs.close()
+        raise
+    return side_inputs
+
+
 def _build_instance(
-    plan: TaskPlan, settings: ReplaySettings, job: Any, sink: Any, work: Path, admin: list[Any]
+    plan: TaskPlan,
+    settings: ReplaySettings,
+    job: Any,
+    sink: Any,
+    work: Path,
+    admin: list[Any],
+    side_inputs: Any,
 ) -> Any:
     from samzapy.container.collector import OutputStreams, TaskCollector
     from samzapy.container.task_instance import ErrorPolicy, TaskInstance
@@ -162,6 +202,9 @@ def _build_instance(
     serdes = SerdeResolver(job)
     stores: dict[str, Any] = {}
     for store_config in job.stores.values():
+        if store_config.has_side_inputs:
+            stores[store_config.name] = side_inputs.store(store_config.name, plan.partition)
+            continue
         key_serde, msg_serde = serdes.for_store(store_config)
         stores[store_config.name] = build_store(
             store_config,

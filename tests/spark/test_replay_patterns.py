@@ -287,6 +287,37 @@ def stream_table(tmp_path: Path, broker: str, problems: list[str]) -> dict[str, 
     return compare_job(config, tmp_path / "replay-st", broker, [topics["enriched"]], problems, "stream-table")
 
 
+def stream_global_table(tmp_path: Path, broker: str, problems: list[str]) -> dict[str, Any]:
+    """pageview_enrich_global: profiles fill a global side-input store, then views by user.
+
+    The side-input store has no changelog and is not a replay output (every run rebuilds it
+    from its topic), so only the enriched outputs are compared.
+    """
+    topics = {n: f"{n}-gt-replay" for n in ("profiles", "views", "enriched")}
+    create_topic(broker, topics["views"], PARTITIONS)
+    produce_json(broker, topics["profiles"], PARTITIONS, profiles(300, 50, seed=53, delete_fraction=0.1))
+    views = pageviews(PageViewSpec(count=2_000, users=60, seed=54))
+    produce_json(broker, topics["views"], PARTITIONS, ((v["user_id"].encode(), v) for _, v in views))
+    config = job_config(
+        tmp_path,
+        broker,
+        "pageview-enrich-global.properties",
+        "gt-replay",
+        {
+            "task.inputs": f"kafka.{topics['views']}",
+            "stores.user-zips.side.inputs": f"kafka.{topics['profiles']}",
+            "join.output.stream": f"kafka.{topics['enriched']}",
+        },
+    )
+    run_to_end(config)
+    out = tmp_path / "replay-gt"
+    stats = replay(config, output=str(out))
+    want = streamed(broker, topics["enriched"])
+    assert sum(want.values()) > 0, "global table: the streaming run wrote nothing"
+    problems += diff(f"global table {topics['enriched']}", want, replayed(out, topics["enriched"]))
+    return {topics["enriched"]: sum(want.values()), "replayed records": stats.records}
+
+
 def stream_stream(tmp_path: Path, broker: str, problems: list[str]) -> dict[str, Any]:
     """ad_click_join: impressions, then clicks (duplicates, orphans), then end-of-stream."""
     topics = {n: f"{n}-ss-replay" for n in ("impressions", "clicks", "joined", "unjoined")}
@@ -327,6 +358,7 @@ PATTERNS: dict[str, Callable[[Path, str, list[str]], dict[str, Any]]] = {
     "window aggregation (repartition + counter)": window_aggregation,
     "table-table join": table_table,
     "stream-table join (bootstrap)": stream_table,
+    "stream-table join (global side-input table)": stream_global_table,
     "stream-stream join": stream_stream,
 }
 
