@@ -51,6 +51,7 @@ from typing import Any
 
 from kafka.consumer.fetcher import ConsumerRecord
 
+from samzapy.container.envelopes import envelope_of
 from samzapy.container.offset_tracker import OffsetTracker
 from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
 from samzapy.streams import SystemStreamPartition
@@ -155,15 +156,7 @@ class AsyncTaskRunner:
             self._workers[lane] = self._loop.create_task(self._run_lane(lane))
 
     def _envelope(self, ssp: SystemStreamPartition, record: ConsumerRecord) -> IncomingMessageEnvelope:
-        key_serde, msg_serde = self.instance.input_serdes[ssp]
-        key = record.key if key_serde is None or record.key is None else key_serde.from_bytes(record.key)
-        value = (
-            record.value if msg_serde is None or record.value is None else msg_serde.from_bytes(record.value)
-        )
-        size = (record.serialized_key_size or 0) + (record.serialized_value_size or 0)
-        return IncomingMessageEnvelope(
-            ssp, record.offset, key, value, record.timestamp, size, record.headers or []
-        )
+        return envelope_of(ssp, record, *self.instance.input_serdes[ssp])
 
     def _lane_of(self, record: ConsumerRecord) -> int:
         lanes = len(self._lanes)

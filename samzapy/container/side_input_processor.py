@@ -20,6 +20,7 @@ from typing import Any
 
 from kafka.consumer.fetcher import ConsumerRecord
 
+from samzapy.container.envelopes import envelope_of
 from samzapy.errors import ConfigError, TaskError
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import IncomingMessageEnvelope
@@ -151,15 +152,7 @@ class RecordWriter:
         return pending
 
     def _envelope(self, ssp: SystemStreamPartition, record: ConsumerRecord) -> IncomingMessageEnvelope:
-        key_serde, msg_serde = self.stream_serdes[ssp.stream]
-        key = record.key if key_serde is None or record.key is None else key_serde.from_bytes(record.key)
-        value = (
-            record.value if msg_serde is None or record.value is None else msg_serde.from_bytes(record.value)
-        )
-        size = (record.serialized_key_size or 0) + (record.serialized_value_size or 0)
-        return IncomingMessageEnvelope(
-            ssp, record.offset, key, value, record.timestamp, size, record.headers or []
-        )
+        return envelope_of(ssp, record, *self.stream_serdes[ssp.stream])
 
 
 def _identity(data: Any) -> Any:
