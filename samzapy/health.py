@@ -39,6 +39,7 @@ class ContainerStatus:
         self._tasks: dict[str, str] = {}
         self._error: str | None = None
         self._since = time.time()
+        self._standby: dict[str, Any] | None = None
 
     def restoring(self, tasks: Iterable[str]) -> None:
         """Start-up: these tasks are having their stores restored."""
@@ -55,6 +56,13 @@ class ContainerStatus:
         with self._lock:
             self._error = error
         self._all(FAILED)
+
+    def standby(self, tasks: Iterable[str], status: str, error: str | None = None) -> None:
+        """The standby replicas of ``tasks`` are ``running`` or ``failed`` (with ``error``). A
+        failed standby leaves the container healthy (its own tasks go on) but shows in
+        ``/health``: a failover of those tasks would restore from the changelog."""
+        with self._lock:
+            self._standby = {"status": status, "tasks": list(tasks), "error": error}
 
     def stopped(self) -> None:
         """The container stopped cleanly (unless it failed before)."""
@@ -85,11 +93,15 @@ class ContainerStatus:
         return self.status == RUNNING
 
     def snapshot(self) -> dict[str, Any]:
-        """``{status, since (epoch s), tasks: {task: status}, error}``."""
+        """``{status, since (epoch s), tasks: {task: status}, error}``, and ``standby:
+        {status, tasks, error}`` when the container keeps standby replicas."""
         with self._lock:
-            return {
+            body = {
                 "status": self._status,
                 "since": round(self._since, 3),
                 "tasks": dict(self._tasks),
                 "error": self._error,
             }
+            if self._standby is not None:
+                body["standby"] = dict(self._standby)
+            return body

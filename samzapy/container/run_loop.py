@@ -222,7 +222,7 @@ class Container:
             self._async.start()
         register_container_gauges(self.registry, self.tasks, self._inputs)
         self._standby = StandbyReplicas.start_for(
-            job, self.container_id, task_count, consumer_servers, self.registry
+            job, self.container_id, task_count, consumer_servers, self.registry, self.status
         )
         self.status.running()
 

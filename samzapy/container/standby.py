@@ -40,6 +40,7 @@ from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import JobConfig
 from samzapy.container.standby_store import StandbyStore, standby_dir
 from samzapy.errors import CheckpointError
+from samzapy.health import ContainerStatus
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.metrics import MetricsRegistry
 from samzapy.stores.checkpoints import LocalCheckpoints
@@ -135,9 +136,15 @@ class StandbyReplicas:
     """
 
     def __init__(
-        self, job: JobConfig, partitions: list[int], servers: str, registry: MetricsRegistry
+        self,
+        job: JobConfig,
+        partitions: list[int],
+        servers: str,
+        registry: MetricsRegistry,
+        status: ContainerStatus | None = None,
     ) -> None:
         self.job = job
+        self._status = status
         self.partitions = partitions
         self.stores = [
             StandbyStore(
@@ -166,8 +173,10 @@ class StandbyReplicas:
         task_count: int,
         servers: str,
         registry: MetricsRegistry,
+        status: ContainerStatus | None = None,
     ) -> StandbyReplicas | None:
-        """Start the standbys of container ``container_id``; ``None`` when it has none."""
+        """Start the standbys of container ``container_id``; ``None`` when it has none.
+        ``status`` (for ``/health``) learns whether they run or failed."""
         partitions = standby_partitions(
             task_count, job.container_count, container_id, job.standby_replication_factor
         )
@@ -187,7 +196,8 @@ class StandbyReplicas:
             names,
             job.logged_store_base_dir,
         )
-        replicas = cls(job, partitions, servers, registry)
+        replicas = cls(job, partitions, servers, registry, status)
+        replicas._report("running")
         replicas._thread.start()
         return replicas
 
@@ -208,8 +218,9 @@ class StandbyReplicas:
                 if time.monotonic() >= next_progress:
                     next_progress = time.monotonic() + PROGRESS_EVERY_S
                     self._log_progress()
-        except Exception:
+        except Exception as exc:
             self.failed = True
+            self._report("failed", f"{type(exc).__name__}: {exc}")
             log.exception(
                 "standby replicas failed and stop; this container's tasks go on, and a failover of "
                 "the tasks it stood by for restores from the changelog"
@@ -222,6 +233,10 @@ class StandbyReplicas:
                     store.close()
                 except Exception:
                     log.exception("closing the %s failed", store)
+
+    def _report(self, state: str, error: str | None = None) -> None:
+        if self._status is not None:
+            self._status.standby((task_name_for(p) for p in self.partitions), state, error)
 
     def _tail_checkpoints(self, consumer: Any) -> None:
         """Read the checkpoint topic from where the last call stopped to its end."""

@@ -27,10 +27,13 @@ from support import (
     write_config,
 )
 
-from samzapy.checkpoint import read_checkpoints
-from samzapy.config import StoreConfig
+from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
+from samzapy.config import StoreConfig, load_config, parse_job_config
+from samzapy.container.standby import StandbyReplicas
 from samzapy.container.standby_store import StandbyStore
-from samzapy.metrics import MetricsGroup
+from samzapy.health import ContainerStatus
+from samzapy.kafka.producer import Producer
+from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.streams import SystemStream
 
 pytestmark = pytest.mark.integration
@@ -290,3 +293,35 @@ def test_a_standby_copy_stops_at_the_committed_offset_and_restarts_from_its_chec
         assert metrics.snapshot()["standby-lag"] == 0
     finally:
         second.close()
+
+
+def test_a_failed_standby_shows_in_health_and_the_container_stays_healthy(tmp_path, broker):
+    name = "standby-fails"
+    state = tmp_path / "state"
+    config = write_config(tmp_path / "job.properties", properties(name, broker, state, 2, 2))
+    job = parse_job_config(load_config(config))
+    create_topic(broker, f"{name}-counts-changelog", 2, compact=True)
+    produce(broker, f"{name}-counts-changelog", [(b"k", b"\x00" * 8)] * 3, partition=1)
+    producer = Producer(broker)
+    try:
+        CheckpointWriter(producer, job.checkpoint_topic).write(
+            TaskCheckpoint("Partition 1", {}, {"counts": 2})
+        )
+        producer.flush()
+    finally:
+        producer.close()
+    # The copy's database cannot be created: a file stands where its directory would be.
+    (state / "counts").mkdir(parents=True)
+    (state / "counts" / "Partition_1.standby").write_text("not a database")
+    status = ContainerStatus()
+    status.restoring(["Partition 0"])
+    status.running()
+    replicas = StandbyReplicas.start_for(job, 0, 2, broker, MetricsRegistry(), status)
+    assert replicas is not None
+    try:
+        wait_for(lambda: status.snapshot()["standby"]["status"] == "failed", timeout=60, what="the failure")
+    finally:
+        replicas.stop()
+    standby = status.snapshot()["standby"]
+    assert standby["tasks"] == ["Partition 1"] and "Partition_1.standby" in standby["error"], standby
+    assert status.healthy and replicas.failed
