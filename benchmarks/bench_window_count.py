@@ -68,6 +68,16 @@ def raw_consume(servers: str) -> tuple[int, float]:
     return count, elapsed
 
 
+def count_records(servers: str, topic: str) -> int:
+    """Records in every partition of ``topic`` (read to the true end)."""
+    consumer = reader_consumer(servers)
+    try:
+        partitions = consumer.partitions_for_topic(topic) or set()
+        return sum(len(b) for p in partitions for b in read_partition(consumer, TopicPartition(topic, p), 0))
+    finally:
+        consumer.close()
+
+
 def samzapy_config(tmp: Path, servers: str) -> Path:
     props = dict(load_config(CONFIG))
     props.update(
@@ -140,11 +150,15 @@ def main() -> None:
                 g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
             )
             puts = sum(g.get("puts", 0) for n, g in snapshot.items() if n.startswith("store."))
+            changelog = load_config(config)["stores.pageview-counts.changelog"].split(".", 1)[1]
+            logged = count_records(servers, changelog)
+            outputs = count_records(servers, "bench-counts")
             rate = processed / run.busy_s
             result.add("samzapy window count, processing", rate, "msg/s", limit=limit, rss_mb=run.rss_mb)
             result.add("samzapy window count, whole run", processed / run.total_s, "msg/s", limit=limit)
             result.note(
-                f"samzapy: {processed:,} messages, {puts:,} store writes reaching the engine; "
+                f"samzapy: {processed:,} messages, {puts:,} store puts, {logged:,} changelog records "
+                f"({logged / max(processed, 1):.2f} per message), {outputs:,} window outputs; "
                 f"start-up {run.ready_s:.1f} s"
             )
             shutil.rmtree(tmp / "state")
