@@ -55,6 +55,7 @@ _STREAM_FIELDS = {  # suffix of systems.<system>.streams.<stream>. -> StreamConf
     "samza.key.serde": "key_serde",
     "samza.msg.serde": "msg_serde",
     "samza.bootstrap": "bootstrap",
+    "samza.intermediate": "intermediate",
     "samza.priority": "priority",
     "samza.offset.default": "offset_default",
     "partitions": "partitions",

@@ -594,6 +594,14 @@ KEYS: tuple[KeySpec, ...] = (
         _STREAM,
     ),
     _key(
+        _T + "samza.intermediate",
+        BOOL,
+        "false",
+        "An input the job itself writes (a repartition or subscription topic): created when "
+        "missing, with as many partitions as the job has tasks, and checked to have that many.",
+        _STREAM,
+    ),
+    _key(
         _T + "samza.priority",
         _int(),
         "0",

@@ -39,6 +39,7 @@ class StreamConfig:
     priority: int = 0
     offset_default: str | None = None  # "oldest" | "upcoming"; None: the system's default
     partitions: int | None = None  # for outputs created by samzapy
+    intermediate: bool = False  # an input the job writes itself: created when missing
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ class JobConfig:
             key_serde=configured.key_serde or self.system_key_serde,
             msg_serde=configured.msg_serde or self.system_msg_serde,
             bootstrap=configured.bootstrap,
+            intermediate=configured.intermediate,
             priority=configured.priority,
             offset_default=configured.offset_default or self.system_offset_default,
             partitions=configured.partitions,

@@ -227,16 +227,40 @@ class Container:
         self.status.running()
 
     def _input_partition_counts(self) -> tuple[int, dict[SystemStream, int]]:
+        """The task count (the most partitions of any input) and each input's partition count.
+
+        Intermediate inputs (``samza.intermediate``: the job writes them itself) are created
+        when missing, with the task count of the other inputs, and must have exactly that many
+        partitions: a key sent to partition p of it must come back to task p.
+        """
         counts: dict[SystemStream, int] = {}
+        intermediate = [s for s in self.job.inputs if self.job.stream(s).intermediate]
         for stream in self.job.inputs:
             count = self._admin.partition_count(stream.stream)
-            if count is None:
+            if count is None and stream not in intermediate:
                 msg = (
                     f"input stream '{stream}' does not exist on the broker; create the topic "
                     f"(or produce to it, e.g. with 'samzapy generate') before starting the job"
                 )
                 raise KafkaSystemError(msg)
-            counts[stream] = count
+            if count is not None:
+                counts[stream] = count
+        if intermediate:
+            external = [n for s, n in counts.items() if s not in intermediate]
+            task_count = max(external or counts.values() or [self.job.default_partitions or 1])
+            for stream in intermediate:
+                if stream not in counts:
+                    counts[stream] = self._admin.ensure_topic(
+                        stream.stream, task_count, replication_factor=self.job.replication_factor
+                    )
+                    log.info("created intermediate stream %s with %d partitions", stream, task_count)
+                if counts[stream] != task_count:
+                    msg = (
+                        f"intermediate stream '{stream}' has {counts[stream]} partitions but the job "
+                        f"has {task_count} tasks: a record it sends to partition p must come back to "
+                        f"task p; recreate the topic with {task_count} partitions"
+                    )
+                    raise KafkaSystemError(msg)
         return max(counts.values()), counts
 
     def _ensure_output(self, stream: SystemStream, task_count: int) -> int:

@@ -23,7 +23,7 @@ from jobs_support import (  # noqa: E402
     outputs,
     run_to_end,
 )
-from support import create_topic, kill9, start_job  # noqa: E402
+from support import create_topic, kill9, run_job, start_job  # noqa: E402
 
 from samzapy.generate import produce_json  # noqa: E402
 
@@ -83,7 +83,7 @@ def expected_table(records: list[tuple[str, bytes, dict | None]]) -> dict[str, d
 def setup(tmp_path: Path, broker: str, tag: str) -> tuple[Path, dict[str, str]]:
     names = ("orders", "customers", "subscriptions", "responses", "joined", "table")
     topics = {name: f"fk-{name}-{tag}" for name in names}
-    for name in ("orders", "customers", "subscriptions", "responses"):
+    for name in ("orders", "customers"):  # the intermediate topics are created by the job
         create_topic(broker, topics[name], PARTITIONS)
     config = job_config(
         tmp_path,
@@ -100,6 +100,10 @@ def setup(tmp_path: Path, broker: str, tag: str) -> tuple[Path, dict[str, str]]:
             "join.response.stream": topics["responses"],
             "join.output.stream": f"kafka.{topics['joined']}",
             "stores.joined.changelog": f"kafka.{topics['table']}",
+            **{
+                f"systems.kafka.streams.{topics[n]}.samza.intermediate": "true"
+                for n in ("subscriptions", "responses")
+            },
         },
     )
     return config, topics
@@ -208,3 +212,14 @@ def test_foreign_key_join_survives_kill9(tmp_path, broker):
         check(broker, topics, records)
     except AssertionError as error:
         raise AssertionError(f"seed {seed}, kill delays {delays}: {error}") from error
+
+
+def test_an_intermediate_topic_with_another_partition_count_stops_the_job(tmp_path, broker):
+    config, topics = setup(tmp_path, broker, "fk-parts")
+    create_topic(broker, topics["responses"], PARTITIONS + 1)
+    result = run_job(config, "--exit-at-end")
+    assert result.returncode != 0
+    assert (
+        f"intermediate stream 'kafka.{topics['responses']}' has {PARTITIONS + 1} partitions but the job "
+        f"has {PARTITIONS} tasks"
+    ) in result.stderr, result.stderr[-3000:]
