@@ -11,6 +11,8 @@ twice:
    events/s; latency of a joined record = its append time (the job's producer timestamp)
    minus the append time of the later of its impression and (first) click. p50/p99/max.
 
+The stores' changelogs are coalesced per commit (``--coalesce true``, the default here).
+
     python -m benchmarks.bench_stream_join --impressions 200000 --rate 2000 --seconds 20
 """
 
@@ -37,11 +39,12 @@ CONFIG = Path(__file__).parents[1] / "config" / "ad-click-join.properties"
 PARTITIONS = 4
 
 
-def write_config(tmp: str, servers: str, tag: str) -> Path:
+def write_config(tmp: str, servers: str, tag: str, coalesce: str) -> Path:
     props = dict(load_config(CONFIG))
     for key, value in list(props.items()):
         if key.endswith(".changelog"):
             props[key] = f"{value}-{tag}"
+            props[f"{key}.coalesce"] = coalesce
     props.update(
         {
             "job.name": f"bench-join-{tag}",
@@ -73,7 +76,7 @@ def read_all(servers: str, topic: str) -> list:
         consumer.close()
 
 
-def throughput(tmp: str, servers: str, impressions: int, result: Result) -> None:
+def throughput(tmp: str, servers: str, impressions: int, coalesce: str, result: Result) -> None:
     imps, clicks = ads(
         AdSpec(impressions=impressions, orphan_clicks=impressions // 100, span_ms=4 * 3_600_000)
     )
@@ -81,7 +84,7 @@ def throughput(tmp: str, servers: str, impressions: int, result: Result) -> None
     produce_json(servers, "clk-tp", PARTITIONS, clicks)
     for topic in ("imp-tp", "clk-tp"):
         produce_end_of_stream(servers, topic)
-    config = write_config(tmp, servers, "tp")
+    config = write_config(tmp, servers, "tp", coalesce)
     run = run_child([sys.executable, "-m", "samzapy", "run", str(config), "--exit-at-end"])
     events = len(imps) + len(clicks)
     joined = len(read_all(servers, "joined-tp"))
@@ -94,13 +97,13 @@ def throughput(tmp: str, servers: str, impressions: int, result: Result) -> None
     )
 
 
-def latency(tmp: str, servers: str, rate: int, seconds: int, result: Result) -> None:
+def latency(tmp: str, servers: str, rate: int, seconds: int, coalesce: str, result: Result) -> None:
     # about 1.33 events per impression: 30% are clicked, 10% of clicks twice, a few orphans
     impressions = int(rate * seconds / 1.33)
     imps, clicks = ads(AdSpec(impressions=impressions, span_ms=seconds * 1000, max_click_delay_ms=2_000))
     for topic in ("imp-lat", "clk-lat"):
         produce_json(servers, topic, PARTITIONS, [])
-    config = write_config(tmp, servers, "lat")
+    config = write_config(tmp, servers, "lat", coalesce)
     job = subprocess.Popen(
         [sys.executable, "-m", "samzapy", "run", str(config)],
         stderr=subprocess.DEVNULL,
@@ -151,15 +154,20 @@ def latency(tmp: str, servers: str, rate: int, seconds: int, result: Result) -> 
 
 def main() -> None:
     args = arguments(
-        __doc__, impressions=(5_000, 50_000, 200_000), rate=(1_000, 5_000, 10_000), seconds=(5, 15, 20)
+        __doc__,
+        impressions=(5_000, 50_000, 200_000),
+        rate=(1_000, 5_000, 10_000),
+        seconds=(5, 15, 20),
+        coalesce="true",
     )
     result = Result("stream_join")
     with tempfile.TemporaryDirectory() as tmp:
         info = dev_broker.start(port=dev_broker.free_port(), state_dir=Path(tmp) / "broker")
         try:
             servers = info.bootstrap_servers
-            throughput(tmp, servers, args.impressions, result)
-            latency(tmp, servers, args.rate, args.seconds, result)
+            result.note(f"join: stores.<store>.changelog.coalesce={args.coalesce}")
+            throughput(tmp, servers, args.impressions, args.coalesce, result)
+            latency(tmp, servers, args.rate, args.seconds, args.coalesce, result)
         finally:
             dev_broker.stop(Path(tmp) / "broker")
     result.write(args.result)

@@ -8,7 +8,10 @@ one topic:
 2. samzapy: the pageview-counter job (``config/pageview-counter.properties``, tumbling hour
    windows, the input read directly: ``watermark.upstream.tasks=0``) with ``--exit-at-end``:
    every view counted in a RocksDB store with a changelog, every window emitted, the final
-   commit acknowledged. Rate over the processing phase (first task ready to exit);
+   commit acknowledged. Rate over the processing phase (first task ready to exit). The
+   store's changelog is coalesced per commit (``--coalesce true``, the default here, like
+   Quix's and Kafka Streams' per-commit changelog); a second run, as a separate job on the
+   same topic, measures the other setting;
 3. samzapy restore: the same job again on a wiped state directory (no new input): seconds
    until its task is ready, i.e. the window state rebuilt from the changelog;
 4. Quix Streams and Faust (each in its own venv, see :mod:`benchmarks.peers`): the same count
@@ -78,21 +81,53 @@ def count_records(servers: str, topic: str) -> int:
         consumer.close()
 
 
-def samzapy_config(tmp: Path, servers: str) -> Path:
+def samzapy_config(tmp: Path, servers: str, coalesce: str, tag: str) -> Path:
+    """The counter job's config for this benchmark; ``tag`` keeps the runs' jobs apart."""
     props = dict(load_config(CONFIG))
     props.update(
         {
+            "job.name": f"pageview-counter-{tag}",
             "task.inputs": f"kafka.{TOPIC}",
             "watermark.upstream.tasks": "0",
             "window.late.stream": "",
-            "window.output.stream": "kafka.bench-counts",
+            "window.output.stream": f"kafka.bench-counts-{tag}",
             "systems.kafka.consumer.bootstrap.servers": servers,
             "systems.kafka.producer.bootstrap.servers": servers,
-            "job.logged.store.base.dir": f"{tmp}/state",
+            "job.logged.store.base.dir": f"{tmp}/state-{tag}",
             "task.commit.ms": "10000",
+            "stores.pageview-counts.changelog": f"kafka.bench-counts-changelog-{tag}",
+            "stores.pageview-counts.changelog.coalesce": coalesce,
         }
     )
-    return write_properties(tmp / "counter.properties", props)
+    return write_properties(tmp / f"counter-{tag}.properties", props)
+
+
+def run_samzapy(
+    tmp: Path, servers: str, coalesce: str, result: Result, limit: tuple[str, float], main: bool
+) -> tuple[float, Path]:
+    """Run the counter to the end of its input; add its rows; its rate and config."""
+    tag = "main" if main else f"coalesce-{coalesce}"
+    config = samzapy_config(tmp, servers, coalesce, tag)
+    metrics = tmp / f"metrics-{tag}.json"
+    run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
+    snapshot = json.loads(metrics.read_text())
+    processed = sum(
+        g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
+    )
+    puts = sum(g.get("puts", 0) for n, g in snapshot.items() if n.startswith("store."))
+    logged = count_records(servers, f"bench-counts-changelog-{tag}")
+    outputs = count_records(servers, f"bench-counts-{tag}")
+    rate = processed / run.busy_s
+    what = "samzapy window count" if main else f"samzapy window count, changelog.coalesce={coalesce}"
+    result.add(f"{what}, processing", rate, "msg/s", limit=limit, rss_mb=run.rss_mb)
+    if main:
+        result.add(f"{what}, whole run", processed / run.total_s, "msg/s", limit=limit)
+    result.note(
+        f"samzapy (changelog.coalesce={coalesce}): {processed:,} messages, {puts:,} store puts, "
+        f"{logged:,} changelog records ({logged / max(processed, 1):.2f} per message), "
+        f"{outputs:,} window outputs; start-up {run.ready_s:.1f} s"
+    )
+    return rate, config
 
 
 def run_peer(
@@ -124,7 +159,11 @@ def run_peer(
 
 def main() -> None:
     args = arguments(
-        __doc__, count=(20_000, 200_000, 1_000_000), users=(2_000, 20_000, 100_000), peers="quix,faust"
+        __doc__,
+        count=(20_000, 200_000, 1_000_000),
+        users=(2_000, 20_000, 100_000),
+        peers="quix,faust",
+        coalesce="true",
     )
     result = Result("window_count")
     with tempfile.TemporaryDirectory() as name:
@@ -142,26 +181,10 @@ def main() -> None:
             raw = consumed / consume_s
             limit = ("raw consume", raw)
             result.add("raw kafka-python consume (same topic)", raw, "msg/s", limit=limit)
-            config = samzapy_config(tmp, servers)
-            metrics = tmp / "metrics.json"
-            run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
-            snapshot = json.loads(metrics.read_text())
-            processed = sum(
-                g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
-            )
-            puts = sum(g.get("puts", 0) for n, g in snapshot.items() if n.startswith("store."))
-            changelog = load_config(config)["stores.pageview-counts.changelog"].split(".", 1)[1]
-            logged = count_records(servers, changelog)
-            outputs = count_records(servers, "bench-counts")
-            rate = processed / run.busy_s
-            result.add("samzapy window count, processing", rate, "msg/s", limit=limit, rss_mb=run.rss_mb)
-            result.add("samzapy window count, whole run", processed / run.total_s, "msg/s", limit=limit)
-            result.note(
-                f"samzapy: {processed:,} messages, {puts:,} store puts, {logged:,} changelog records "
-                f"({logged / max(processed, 1):.2f} per message), {outputs:,} window outputs; "
-                f"start-up {run.ready_s:.1f} s"
-            )
-            shutil.rmtree(tmp / "state")
+            rate, config = run_samzapy(tmp, servers, args.coalesce, result, limit, main=True)
+            other = "false" if args.coalesce == "true" else "true"
+            run_samzapy(tmp, servers, other, result, limit, main=False)
+            shutil.rmtree(tmp / "state-main")
             again = run_child(samzapy_run(config))
             result.add("samzapy restore run (start+restore), s", again.ready_s, "s", rss_mb=again.rss_mb)
             for peer in [p for p in args.peers.split(",") if p]:

@@ -85,8 +85,10 @@ def _engine(config: StoreConfig, path: Path, lock_timeout_s: float) -> KeyValueS
     return RocksDBStore(path, rocksdb_options(config), lock_timeout_s)
 
 
-def _maybe_logged(inner: KeyValueStore[bytes, bytes], changelog: Any) -> KeyValueStore[bytes, bytes]:
-    return inner if changelog is None else LoggedStore(inner, changelog)
+def _maybe_logged(
+    inner: KeyValueStore[bytes, bytes], changelog: Any, coalesce: bool = False
+) -> KeyValueStore[bytes, bytes]:
+    return inner if changelog is None else LoggedStore(inner, changelog, coalesce=coalesce)
 
 
 def _maybe_cached(
@@ -124,7 +126,7 @@ def build_store(
             config.name,
         )
     raw = _engine(config, store_dir(base_dir, config.name, partition), lock_timeout_s)
-    store: KeyValueStore[Any, Any] = _maybe_logged(raw, changelog)
+    store: KeyValueStore[Any, Any] = _maybe_logged(raw, changelog, config.changelog_coalesce)
     store = SerializedStore(store, key_serde, msg_serde, metrics)
     store = _maybe_cached(store, config, metrics)
     return StorageEngine(config.name, partition, store, raw=raw, changelog=changelog, metrics=metrics)

@@ -662,6 +662,15 @@ KEYS: tuple[KeySpec, ...] = (
         "Dirty cache entries written to the store (and changelog) in one batch.",
         _STORE,
     ),
+    _key(
+        _ST + "changelog.coalesce",
+        BOOL,
+        "false",
+        "Send the changelog once per commit: the last value of each key changed since the last "
+        "commit (Kafka Streams' and Quix's way), instead of every change. Fewer records; same "
+        "state after restore. See docs/performance.md.",
+        _STORE,
+    ),
     _key(_ST + "container.cache.size.bytes", _int(0), "104857600", "RocksDB block cache size.", _STORE),
     _key(
         _ST + "container.write.buffer.size.bytes", _int(1), "33554432", "RocksDB write buffer size.", _STORE
