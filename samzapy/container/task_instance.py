@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from operator import attrgetter
 from typing import Any
 
 from kafka.consumer.fetcher import ConsumerRecord
@@ -16,6 +17,8 @@ from samzapy.task import ClosableTask, IncomingMessageEnvelope, InitableTask, Wi
 
 log = logging.getLogger(__name__)
 
+#: A counter's value, for C-level sums over the store write counters (once per message).
+_VALUE = attrgetter("value")
 ERROR_HEADER = "samzapy.error"
 SOURCE_HEADER = "samzapy.source"
 
@@ -165,11 +168,11 @@ class TaskInstance:
                     record.headers or [],
                 )
                 collector.begin(ssp.stream, record.offset)
-                writes_before = sum(c.value for c in counters) + collector.sent
+                writes_before = sum(map(_VALUE, counters)) + collector.sent
                 try:
                     process(envelope, collector, coordinator)
                 except Exception as exc:
-                    traceless = sum(c.value for c in counters) + collector.sent == writes_before
+                    traceless = sum(map(_VALUE, counters)) + collector.sent == writes_before
                     self._fail(ssp, record, exc, "process() raised", traceless=traceless)
                 offsets[ssp] = record.offset + 1
                 if coordinator.commit_requested or coordinator.shutdown_requested:
