@@ -123,10 +123,7 @@ def start(
     if running is not None:
         return running
     if port_open(port):
-        msg = (
-            f"port {port} on 127.0.0.1 is already in use by another program; "
-            "choose another with --port"
-        )
+        msg = f"port {port} on 127.0.0.1 is already in use by another program; choose another with --port"
         raise BrokerError(msg)
     state_dir.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / "broker.log"
@@ -148,9 +145,7 @@ def start(
             msg = f"the embedded broker did not start on port {port}; its log ends with:\n{tail}"
             raise BrokerError(msg)
         time.sleep(0.05)
-    (state_dir / "broker.json").write_text(
-        json.dumps({"pid": info.pid, "port": port, "log": str(log_path)})
-    )
+    (state_dir / "broker.json").write_text(json.dumps({"pid": info.pid, "port": port, "log": str(log_path)}))
     log.warning(
         "started the embedded dev broker on 127.0.0.1:%d (pid %d): it keeps data in memory "
         "only, everything is lost when it stops",
