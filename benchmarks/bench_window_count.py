@@ -9,7 +9,7 @@ one topic:
    windows, the input read directly: ``watermark.upstream.tasks=0``) with ``--exit-at-end``:
    every view counted in a RocksDB store with a changelog, every window emitted, the final
    commit acknowledged. Rate over the processing phase (first task ready to exit). The
-   store's changelog is coalesced per commit (``--coalesce true``, the default here, like
+   store's changelog is coalesced per commit (``--coalesce true``, samzapy's default, like
    Quix's and Kafka Streams' per-commit changelog); a second run, as a separate job on the
    same topic, measures the other setting;
 3. samzapy restore: the same job again on a wiped state directory (no new input): seconds

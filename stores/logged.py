@@ -21,7 +21,8 @@ class LoggedStore(KeyValueStore[bytes, bytes]):
     away anything past the checkpoint anyway. Sends are asynchronous: they are durable once the
     producer is flushed at commit. Not thread-safe.
 
-    Coalescing (``coalesce=True``, ``stores.<store>.changelog.coalesce``): the inner store is
+    Coalescing (``coalesce=True``; ``stores.<store>.changelog.coalesce``, true by default, so
+    the store factory passes it on unless a job turns it off): the inner store is
     written at once, but changes are kept per key (last value wins) and sent at :meth:`flush`
     (the commit) or when ``max_pending`` keys are pending, so a key changed many times between
     two commits costs one changelog record, and a window created and closed within one commit

@@ -665,10 +665,10 @@ KEYS: tuple[KeySpec, ...] = (
     _key(
         _ST + "changelog.coalesce",
         BOOL,
-        "false",
+        "true",
         "Send the changelog once per commit: the last value of each key changed since the last "
-        "commit (Kafka Streams' and Quix's way), instead of every change. Fewer records; same "
-        "state after restore. See docs/performance.md.",
+        "commit (Kafka Streams' and Quix's way); false sends every change as it happens. Fewer "
+        "records; same state after restore. See docs/performance.md.",
         _STORE,
     ),
     _key(_ST + "container.cache.size.bytes", _int(0), "104857600", "RocksDB block cache size.", _STORE),

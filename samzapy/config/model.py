@@ -53,7 +53,7 @@ class StoreConfig:
     changelog: SystemStream | None = None
     object_cache_size: int = 1000
     write_batch_size: int = 500
-    changelog_coalesce: bool = False  # one changelog record per changed key per commit
+    changelog_coalesce: bool = True  # one changelog record per changed key per commit
     cache_size_bytes: int = 100 * 1024 * 1024
     write_buffer_size_bytes: int = 32 * 1024 * 1024
     compression: str = "lz4"

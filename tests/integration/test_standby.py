@@ -60,6 +60,7 @@ def properties(name: str, broker: str, state: Path, containers: int, factor: int
         "stores.counts.key.serde": "string",
         "stores.counts.msg.serde": "long",
         "stores.counts.object.cache.size": "0",  # every count to the changelog: a long changelog
+        "stores.counts.changelog.coalesce": "false",  # (not one record per key per commit)
         "job.logged.store.base.dir": str(state),
     }
 
