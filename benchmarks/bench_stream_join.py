@@ -11,13 +11,15 @@ twice:
    events/s; latency of a joined record = its append time (the job's producer timestamp)
    minus the append time of the later of its impression and (first) click. p50/p99/max.
 
-The stores' changelogs are coalesced per commit (``--coalesce true``, the default here).
+The stores' changelogs are coalesced per commit (``--coalesce true``, samzapy's default).
 
     python -m benchmarks.bench_stream_join --impressions 200000 --rate 2000 --seconds 20
+    python -m benchmarks.bench_stream_join --size small --commit-ms 5000 --fetch-wait-ms 10
 """
 
 from __future__ import annotations
 
+import argparse
 import signal
 import subprocess
 import sys
@@ -39,8 +41,14 @@ CONFIG = Path(__file__).parents[1] / "config" / "ad-click-join.properties"
 PARTITIONS = 4
 
 
-def write_config(tmp: str, servers: str, tag: str, coalesce: str) -> Path:
+def write_config(
+    tmp: str, servers: str, tag: str, coalesce: str, commit_ms: int = 0, fetch_wait_ms: int = 0
+) -> Path:
     props = dict(load_config(CONFIG))
+    if commit_ms > 0:  # else the config's task.commit.ms
+        props["task.commit.ms"] = str(commit_ms)
+    if fetch_wait_ms > 0:  # else samzapy's input consumer default (100 ms)
+        props["systems.kafka.consumer.fetch.max.wait.ms"] = str(fetch_wait_ms)
     for key, value in list(props.items()):
         if key.endswith(".changelog"):
             props[key] = f"{value}-{tag}"
@@ -97,15 +105,17 @@ def throughput(tmp: str, servers: str, impressions: int, coalesce: str, result: 
     )
 
 
-def latency(tmp: str, servers: str, rate: int, seconds: int, coalesce: str, result: Result) -> None:
+def latency(tmp: str, servers: str, args: argparse.Namespace, result: Result) -> None:
+    rate, seconds = args.rate, args.seconds
     # about 1.33 events per impression: 30% are clicked, 10% of clicks twice, a few orphans
     impressions = int(rate * seconds / 1.33)
     imps, clicks = ads(AdSpec(impressions=impressions, span_ms=seconds * 1000, max_click_delay_ms=2_000))
     for topic in ("imp-lat", "clk-lat"):
         produce_json(servers, topic, PARTITIONS, [])
-    config = write_config(tmp, servers, "lat", coalesce)
+    config = write_config(tmp, servers, "lat", args.coalesce, args.commit_ms, args.fetch_wait_ms)
+    metrics = Path(tmp) / "metrics-lat.json"
     job = subprocess.Popen(
-        [sys.executable, "-m", "samzapy", "run", str(config)],
+        [sys.executable, "-m", "samzapy", "run", str(config), "--metrics-file", str(metrics)],
         stderr=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
     )
@@ -150,6 +160,14 @@ def latency(tmp: str, servers: str, rate: int, seconds: int, coalesce: str, resu
     result.add(f"join latency p50 at {offered:,.0f} ev/s", pct(0.5), "ms")
     result.add(f"join latency p99 at {offered:,.0f} ev/s", pct(0.99), "ms")
     result.note(f"join latency: {len(latencies):,} joins in {seconds} s, max {latencies[-1]} ms")
+    # Input waits while a commit runs (store flushes, producer flush, local checkpoints): the
+    # mean commit time says how much of the tail that explains.
+    container = orjson.loads(metrics.read_bytes()).get("container", {})
+    commits = container.get("commit-calls", 0)
+    if commits:
+        mean_ms = container.get("commit-ns", 0) / commits / 1e6
+        result.add("join latency run, mean commit time", mean_ms, "ms")
+        result.note(f"join latency run: {commits} commits, {mean_ms:.0f} ms each on average")
 
 
 def main() -> None:
@@ -159,6 +177,8 @@ def main() -> None:
         rate=(1_000, 5_000, 10_000),
         seconds=(5, 15, 20),
         coalesce="true",
+        commit_ms=0,
+        fetch_wait_ms=0,
     )
     result = Result("stream_join")
     with tempfile.TemporaryDirectory() as tmp:
@@ -167,7 +187,12 @@ def main() -> None:
             servers = info.bootstrap_servers
             result.note(f"join: stores.<store>.changelog.coalesce={args.coalesce}")
             throughput(tmp, servers, args.impressions, args.coalesce, result)
-            latency(tmp, servers, args.rate, args.seconds, args.coalesce, result)
+            commit = f"task.commit.ms={args.commit_ms}" if args.commit_ms else "the config's task.commit.ms"
+            wait = (
+                f"fetch.max.wait.ms={args.fetch_wait_ms}" if args.fetch_wait_ms else "the default fetch wait"
+            )
+            result.note(f"join latency run: {commit}, {wait}")
+            latency(tmp, servers, args, result)
         finally:
             dev_broker.stop(Path(tmp) / "broker")
     result.write(args.result)

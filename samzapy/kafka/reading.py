@@ -3,8 +3,13 @@
 Kafka's contract says ListOffsets(latest) is the offset of the next record to be written.
 The dev broker (Tansu) reports the base offset of the last record batch plus one instead,
 so an end offset is only a lower bound here. "Read to the end" therefore means: keep going
-until the position has passed the reported end *and* a fetch at the current position came
-back empty. On a real Kafka this costs one short empty fetch.
+until the position has reached the high watermark of the fetch that brought the last records
+(fetch responses carry the true end, on Tansu too), or, when no records came, until the
+position has passed the reported end *and* a poll at the current position came back empty.
+A read that starts at or past the reported end first fetches the last batch again (from its
+first record, which the reported end names) to learn the high watermark. Both rules avoid
+the empty poll, which waits its whole timeout (``IDLE_POLL_MS``): the container's fencing
+check reads the checkpoint topic this way at every commit, and input waits meanwhile.
 """
 
 from __future__ import annotations
@@ -55,13 +60,23 @@ def read_partition(
     ``tp`` alone for the duration of the read.
     """
     consumer.assign([tp])
-    consumer.seek(tp, start)
     reported_end = end_offset(consumer, tp)
     if stop is not None and start >= stop:
         return
+    # At or past the reported end, which may miss the rest of the last batch: fetch again from
+    # that batch's first record (already read; dropped below). The broker answers at once,
+    # with the true end (the high watermark), where an empty poll would wait its whole timeout.
+    consumer.seek(tp, reported_end - 1 if 0 < reported_end <= start else start)
     position = start
     while True:
         polled = consumer.poll(timeout_ms=idle_poll_ms, update_offsets=True).get(tp, [])
+        if polled and polled[0].offset < position:
+            polled = [r for r in polled if r.offset >= position]
+            if not polled:
+                highwater = consumer.highwater(tp)
+                if highwater is not None and position >= highwater:
+                    return
+                continue
         if not polled:
             if position >= reported_end:
                 return
@@ -74,4 +89,9 @@ def read_partition(
         position = polled[-1].offset + 1
         yield polled
         if stop is not None and position >= stop:
+            return
+        # The fetch that brought these records told the partition's end as of then: reaching
+        # it is the end, without a last (empty, full-timeout) poll.
+        highwater = consumer.highwater(tp)
+        if highwater is not None and position >= highwater:
             return

@@ -142,9 +142,16 @@ def test_a_key_of_another_container_is_answered_through_it(tmp_path: Path, broke
     config = write_config(tmp_path / "job.properties", props)
     jobs = [start_job(config, "--container-id", str(i), log=tmp_path / f"c{i}.log") for i in (0, 1)]
     try:
-        directory = Directory(broker, directory_topic(name, "1"))
-        wait_for(lambda: len(directory.known()) == 2, timeout=90, every=1.0, what="both announcements")
-        urls = directory.known()
+        topic = directory_topic(name, "1")
+        # A fresh Directory per look: known() reads the topic again only while it knows no
+        # container, so one that read the first announcement alone would never see the second.
+        wait_for(
+            lambda: len(Directory(broker, topic).known()) == 2,
+            timeout=90,
+            every=1.0,
+            what="both announcements",
+        )
+        urls = Directory(broker, topic).known()
         at_0 = StateClient(urls[0])
         wait_for(lambda: _all_counted(at_0, expected), timeout=90, what="every input counted")
         key = next(k for k in sorted(expected) if partition_for_key(k.encode(), 4) % 2 == 1)

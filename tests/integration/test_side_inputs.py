@@ -129,6 +129,8 @@ def test_global_table_is_read_first_follows_updates_and_survives_kill9(tmp_path:
     try:
         wait_for(lambda: len(enriched(broker, topics["enriched"])) >= len(want_a), what="batch A enriched")
         assert enriched(broker, topics["enriched"]) == want_a
+        # Outputs can be visible before the commit that writes the metrics file ends.
+        wait_for(metrics.exists, what="the first metrics write")
         assert store_metric(metrics, "restored-records") == len(TABLE_AT_START)
 
         produce_json(broker, topics["profiles"], 3, UPDATE_RUNNING)
