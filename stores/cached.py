@@ -27,7 +27,7 @@ class CachedStore(KeyValueStore[K, V], Generic[K, V]):
       * ``put(k, None)`` caches the deletion; absent keys read from below are cached too;
       * ``range`` and ``all`` write every dirty entry down first, so they see every write;
       * ``put_all``/``delete_all`` write through (after the dirty entries) as one batch, so
-        they stay atomic on the engine.
+        they stay atomic on the engine; the keys they delete leave the cache.
 
     Implementation: an ``OrderedDict`` in LRU order holds at most ``cache_size`` entries; an
     ordered dict of dirty keys is written down as one ``put_all`` (one RocksDB WriteBatch plus
@@ -97,12 +97,19 @@ class CachedStore(KeyValueStore[K, V], Generic[K, V]):
         self.inner.put_all(entries)
 
     def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
-        """Write every entry through as one batch (after the dirty ones) and cache them."""
+        """Write every entry through as one batch (after the dirty ones); cache the values
+        written and forget the keys deleted."""
         entries = list(entries)
         self._write_dirty()
         self.inner.put_all(entries)
+        cache, insert = self._cache, self._insert
         for key, value in entries:
-            self._insert(key, value)
+            if value is None:
+                # Batch deletes are mostly purges (closed windows, expired join entries): their
+                # keys are not read again, and caching them would evict live entries.
+                cache.pop(key, None)
+            else:
+                insert(key, value)
 
     def delete(self, key: K) -> None:
         """Cache the deletion (written down as a delete later)."""
