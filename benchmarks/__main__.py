@@ -30,6 +30,7 @@ BENCHMARKS = {
     "restore": "benchmarks.bench_restore",
     "spark_restore": "benchmarks.bench_spark_restore",
     "stream_join": "benchmarks.bench_stream_join",
+    "state_memory": "benchmarks.bench_state_memory",
     "replay": "benchmarks.bench_replay",
 }
 

@@ -44,6 +44,8 @@ from samzapy.jobs.event_time import (
 from samzapy.operators import SessionWindows, TumblingWindows, WindowedAggregation, count
 
 HOUR_MS = 3_600_000
+#: Closed windows emitted (and purged) per store scan.
+EMIT_BATCH = 10_000
 
 
 class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
@@ -130,7 +132,13 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         self._emit_closed(collector)
 
     def _emit_closed(self, collector) -> None:
-        for result in self.windows.close_due():
+        # In batches: the memory held while emitting stays bounded when a watermark move (or
+        # end-of-stream) closes very many windows at once.
+        while results := self.windows.close_due(limit=EMIT_BATCH):
+            self._send_results(results, collector)
+
+    def _send_results(self, results: list[Any], collector) -> None:
+        for result in results:
             user = result.key.decode()
             collector.send(
                 OutgoingMessageEnvelope(

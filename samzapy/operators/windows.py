@@ -14,6 +14,7 @@ the same store continues exactly where the checkpointed state left off.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Literal
 
 from samzapy.metrics import MetricsGroup
@@ -126,13 +127,21 @@ class Added:
     """What :meth:`WindowedAggregation.add` did with an event.
 
     Attributes:
-        updates: update emissions (only with ``emit="update"``).
+        updates: update emissions (only with ``emit="update"``); read-only (an empty one may
+            be shared between calls).
         late: True when the event was dropped because every window it belongs to had closed;
             the task should send it to its late stream (it was counted in ``late-messages``).
     """
 
     updates: list[WindowResult]
     late: bool
+
+
+#: What :meth:`WindowedAggregation.add` returns when it has no update to emit; shared
+#: instances (a frozen dataclass per event was a measurable share of the window count), so
+#: their ``updates`` list must not be changed.
+_ACCEPTED = Added([], late=False)
+_LATE = Added([], late=True)
 
 
 class WindowedAggregation:
@@ -207,17 +216,20 @@ class WindowedAggregation:
             acc = self._update(escaped + encode_ms(start), end, value)
             if self._updates:
                 updates.append(WindowResult(key, start, end, self._agg.result(acc), None, final=False))
+        if accepted and not dropped and not updates:
+            return _ACCEPTED  # the common case: no allocation per event
         return self._added(updates, late=accepted == 0, dropped=dropped)
 
     def _update(self, suffix: bytes, end: int, value: Any) -> Any:
+        store, agg = self._store, self._agg
         wkey = self._wprefix + suffix
-        old = self._store.get(wkey)
+        old = store.get(wkey)
         if old is None:
-            acc = self._agg.create(value)
-            self._store.put(self._iprefix + encode_ms(end) + suffix, b"")
+            acc = agg.create(value)
+            store.put(self._iprefix + encode_ms(end) + suffix, b"")
         else:
-            acc = self._agg.add(self._agg.decode(old[8:]), value)
-        self._store.put(wkey, encode_ms(end) + self._agg.encode(acc))
+            acc = agg.add(agg.decode(old[8:]), value)
+        store.put(wkey, encode_ms(end) + agg.encode(acc))
         return acc
 
     def _added(self, updates: list[WindowResult], *, late: bool, dropped: int = 0) -> Added:
@@ -226,6 +238,8 @@ class WindowedAggregation:
                 self._late.inc()
         elif dropped and self._late_windows is not None:
             self._late_windows.inc(dropped)
+        if not updates:
+            return _LATE if late else _ACCEPTED
         return Added(updates, late)
 
     def _add_session(self, key: bytes, time_ms: int, value: Any, gap: int) -> Added:
@@ -258,15 +272,28 @@ class WindowedAggregation:
             updates.append(WindowResult(key, start, end, self._agg.result(acc), None, final=False))
         return self._added(updates, late=False)
 
-    def close_due(self) -> list[WindowResult]:
-        """Emit and purge every closed window (see the class docstring)."""
+    def close_due(self, limit: int | None = None) -> list[WindowResult]:
+        """Emit and purge every closed window (see the class docstring).
+
+        With ``limit``, only the first ``limit`` closed windows (in the same order) are emitted
+        and purged; call again until it returns ``[]``. This bounds the memory a call holds
+        when very many windows close at once (e.g. at end-of-stream), whatever the state size.
+        """
+        while True:
+            results, scanned = self._close_batch(limit)
+            # A full batch of stale index entries only: look further, or windows would wait.
+            if results or limit is None or scanned < limit:
+                return results
+
+    def _close_batch(self, limit: int | None) -> tuple[list[WindowResult], int]:
+        """Emit and purge the first ``limit`` due index entries; (results, entries scanned)."""
         prefix = self._iprefix
         with self._store.range(
             prefix + encode_ms(MIN_MS), until_inclusive(prefix, self.closed_before())
         ) as it:
-            due = [entry.key for entry in it]
+            due = [entry.key for entry in islice(it, limit)]
         if not due:
-            return []
+            return [], 0
         results: list[WindowResult] = []
         deletes = list(due)
         n = len(prefix)
@@ -282,7 +309,7 @@ class WindowedAggregation:
             results.append(WindowResult(key, start, end, value, window_id(key, start, end)))
             deletes.append(wkey)
         self._store.delete_all(deletes)
-        return results
+        return results, len(due)
 
     def open_windows(self, key: bytes) -> list[WindowResult]:
         """The windows of ``key`` still in the store, by start (current values, ``final=False``;
