@@ -1,55 +1,71 @@
 """Memory as state grows: the window count's peak RSS with N and 10 N keys, fixed caches.
 
-Starts its own dev broker and, for each key count, produces one page view per user (so every
-view opens a window of its own: the state is one window per user, two RocksDB entries each)
-over three hours of event time, then runs the pageview-counter job
-(``config/pageview-counter.properties``) to the end of its input with the same, fixed
-object cache (``--cache``, entries) and RocksDB settings. The second run holds 10x the keys
-of the first, and more state than the object cache holds at every point.
+Starts its own dev broker and, for N and 10 N users, produces the **same number** of page
+views (10 N, so the input and the client buffers it fills are the same) over three hours of
+event time, and runs the pageview-counter job (``config/pageview-counter.properties``) to the
+end of its input with one window of a day (``--window-ms``): the state at the end is one
+window per user seen, about 10x larger in the second run. Every memory bound is fixed and
+the same in both runs: the object cache (``--cache`` entries), RocksDB's block cache and
+write buffer (``--block-cache-mb``, ``--write-buffer-mb``), the producer buffer, changelog
+coalescing's pending-key cap, the window operator's emit batch.
 
-What it shows: whether the job's peak RSS is bounded by its configuration (object cache,
-RocksDB block cache and write buffers, producer buffer, changelog coalescing's pending-key
-cap, the window operator's emit batch) or grows with the state. Rows: peak RSS (``wait4``)
-and processing rate per run, and the RSS ratio of the two runs.
+What it shows: whether the job's peak RSS is bounded by that configuration or grows with
+the state. Rows: peak RSS (``wait4``), processing rate and windows emitted per run, and the
+RSS ratio of the two runs.
 
-    python -m benchmarks.bench_state_memory --size full      # 100k vs 1M keys
-    python -m benchmarks.bench_state_memory --users 20000 --cache 5000
+    python -m benchmarks.bench_state_memory --size full      # 100k vs 1M keys, 1M views
+    python -m benchmarks.bench_state_memory --users 20000 --block-cache-mb 100 --write-buffer-mb 32
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
 import time
 from pathlib import Path
 
+from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from benchmarks._common import ROOT, Result, arguments, run_child, samzapy_run, write_properties
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
+from samzapy.kafka.reading import read_partition, reader_consumer
 
 CONFIG = ROOT / "config" / "pageview-counter.properties"
 PARTITIONS = 4
 
 
-def make_topic(servers: str, topic: str, users: int) -> None:
-    """``users`` views, one per user, keyed by user, and an end-of-stream marker."""
+def make_topic(servers: str, topic: str, views: int, users: int) -> None:
+    """``views`` views over ``users`` users, keyed by user, and an end-of-stream marker."""
     admin = KafkaAdminClient(bootstrap_servers=servers)
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
     admin.close()
-    spec = PageViewSpec(count=users, users=users, pages=1000, disorder_ms=60_000)
+    spec = PageViewSpec(count=views, users=users, pages=1000, disorder_ms=60_000)
     produce_json(servers, topic, PARTITIONS, ((v["user_id"].encode(), v) for _, v in pageviews(spec)))
     produce_end_of_stream(servers, topic)
 
 
-def run_counter(tmp: Path, servers: str, users: int, cache: int, result: Result) -> float:
-    """Count ``users`` views over ``users`` keys; add the run's rows; return its peak RSS."""
+def count_records(servers: str, topic: str) -> int:
+    """Records in every partition of ``topic`` (read to the true end)."""
+    consumer = reader_consumer(servers)
+    try:
+        partitions = consumer.partitions_for_topic(topic) or set()
+        return sum(len(b) for p in partitions for b in read_partition(consumer, TopicPartition(topic, p), 0))
+    finally:
+        consumer.close()
+
+
+def run_counter(
+    tmp: Path, servers: str, views: int, users: int, args: argparse.Namespace, result: Result
+) -> float:
+    """Count ``views`` views over ``users`` keys; add the run's rows; return its peak RSS."""
     tag = f"u{users}"
     topic = f"views-{tag}"
     started = time.perf_counter()
-    make_topic(servers, topic, users)
+    make_topic(servers, topic, views, users)
     produced_s = time.perf_counter() - started
     props = dict(load_config(CONFIG))
     props.update(
@@ -64,7 +80,10 @@ def run_counter(tmp: Path, servers: str, users: int, cache: int, result: Result)
             "job.logged.store.base.dir": f"{tmp}/state-{tag}",
             "task.commit.ms": "10000",
             "stores.pageview-counts.changelog": f"kafka.counts-changelog-{tag}",
-            "stores.pageview-counts.object.cache.size": str(cache),
+            "window.size.ms": str(args.window_ms),
+            "stores.pageview-counts.object.cache.size": str(args.cache),
+            "stores.pageview-counts.container.cache.size.bytes": str(args.block_cache_mb << 20),
+            "stores.pageview-counts.container.write.buffer.size.bytes": str(args.write_buffer_mb << 20),
         }
     )
     config = write_properties(tmp / f"memory-{tag}.properties", props)
@@ -74,25 +93,36 @@ def run_counter(tmp: Path, servers: str, users: int, cache: int, result: Result)
     processed = sum(
         g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
     )
+    windows = count_records(servers, f"counts-{tag}")
     result.add(f"window count, {users:,} keys: peak RSS", run.rss_mb, "MB", rss_mb=run.rss_mb)
     result.add(f"window count, {users:,} keys: processing", processed / run.busy_s, "msg/s")
+    result.add(f"window count, {users:,} keys: windows (state at the end)", windows, "windows")
     result.note(
-        f"{users:,} keys: {processed:,} messages (produced in {produced_s:.1f} s), "
-        f"object cache {cache:,} entries, peak RSS {run.rss_mb:.0f} MB"
+        f"{users:,} keys: {processed:,} messages (produced in {produced_s:.1f} s), {windows:,} "
+        f"windows; object cache {args.cache:,} entries, block cache {args.block_cache_mb} MB, "
+        f"write buffer {args.write_buffer_mb} MB; peak RSS {run.rss_mb:.0f} MB"
     )
     return run.rss_mb
 
 
 def main() -> None:
-    args = arguments(__doc__, users=(10_000, 50_000, 100_000), cache=10_000)
+    args = arguments(
+        __doc__,
+        users=(10_000, 50_000, 100_000),
+        cache=10_000,
+        block_cache_mb=8,
+        write_buffer_mb=8,
+        window_ms=86_400_000,
+    )
     result = Result("state_memory")
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         info = dev_broker.start(port=dev_broker.free_port(), state_dir=tmp / "broker")
         try:
             servers = info.bootstrap_servers
-            small = run_counter(tmp, servers, args.users, args.cache, result)
-            large = run_counter(tmp, servers, 10 * args.users, args.cache, result)
+            views = 10 * args.users
+            small = run_counter(tmp, servers, views, args.users, args, result)
+            large = run_counter(tmp, servers, views, 10 * args.users, args, result)
             result.add("peak RSS, 10x keys / 1x keys", large / small, "x")
         finally:
             dev_broker.stop(tmp / "broker")
