@@ -68,10 +68,10 @@ class Directory:
             return self._urls.get(container_id)
 
     def known(self) -> dict[int, str]:
-        """Every announced container and its URL (as last read)."""
+        """Every announced container and its URL, read again when the last read is older than
+        :data:`REFRESH_EVERY_S` (a container that announces later is seen then)."""
         with self._lock:
-            if not self._urls:
-                self._refresh()
+            self._refresh()
             return dict(self._urls)
 
     def _refresh(self) -> None:

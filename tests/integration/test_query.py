@@ -21,8 +21,9 @@ from support import create_topic, kill9, produce, run_job, start_job, wait_for, 
 from samzapy.checkpoint import read_checkpoints
 from samzapy.kafka.broker import free_port
 from samzapy.kafka.partitioner import partition_for_key
+from samzapy.kafka.producer import Producer
 from samzapy.query import StateClient, StateQueryError
-from samzapy.query.directory import Directory, directory_topic
+from samzapy.query.directory import Directory, announce, directory_topic
 
 pytestmark = pytest.mark.integration
 
@@ -281,3 +282,18 @@ def _stale_value(client: StateClient, key: str) -> int | None:
         return client.get("counts", key, allow_stale=True)
     except StateQueryError:
         return None
+
+
+def test_the_directory_sees_a_container_that_announces_later(broker: str) -> None:
+    topic = directory_topic("late-announcer", "1")
+    create_topic(broker, topic, 1, compact=True)
+    producer = Producer(broker)
+    try:
+        announce(producer, topic, 0, "http://127.0.0.1:1/", ["Partition 0"])
+        directory = Directory(broker, topic)
+        assert directory.known() == {0: "http://127.0.0.1:1/"}
+        announce(producer, topic, 1, "http://127.0.0.1:2/", ["Partition 1"])
+        wait_for(lambda: 1 in directory.known(), timeout=30, what="container 1 in the directory")
+        assert directory.known() == {0: "http://127.0.0.1:1/", 1: "http://127.0.0.1:2/"}
+    finally:
+        producer.close()
