@@ -25,9 +25,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -35,8 +34,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from samzapy.errors import SamzapyError
 from samzapy.health import ContainerStatus
+from samzapy.http_server import BackgroundHttpServer, Route, send
 from samzapy.metrics import MetricsRegistry
 from samzapy.reporters.config import ReporterSpec
 from samzapy.reporters.periodic import ReportSource, registry_snapshot
@@ -178,18 +177,17 @@ class MetricsHttpServer:
         self.source = source
         self.collectors = CollectorRegistry(auto_describe=False)
         self.collectors.register(RegistryCollector(registry, source))
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._http: BackgroundHttpServer | None = None
         #: More paths served on this port: prefix -> route(path with query) -> (status, content
         #: type, body). The interactive queries (samzapy.query) add ``/stores`` when configured
         #: on the same port.
-        self.routes: dict[str, Callable[[str], tuple[int, str, bytes]]] = {}
+        self.routes: dict[str, Route] = {}
 
     @property
     def port(self) -> int:
         """The port listened on (the chosen one when configured as 0)."""
-        assert self._server is not None
-        return self._server.server_address[1]
+        assert self._http is not None
+        return self._http.port
 
     def health(self) -> tuple[int, dict[str, Any]]:
         """The ``/health`` answer: HTTP status and JSON body."""
@@ -212,24 +210,15 @@ class MetricsHttpServer:
         Raises:
             SamzapyError: the port cannot be bound (in use, or not allowed).
         """
-        handler = _handler(self)
-        try:
-            self._server = ThreadingHTTPServer((self.spec.host, self.spec.port), handler)
-        except OSError as exc:
-            msg = (
-                f"metrics reporter '{self.spec.name}' cannot listen on {self.spec.host}:{self.spec.port}: "
-                f"{exc.strerror or exc}; set another metrics.reporter.{self.spec.name}.port (or 0 for "
-                "any free port)"
-            )
-            raise SamzapyError(msg) from exc
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.1},
-            name=f"metrics-http-{self.spec.name}",
-            daemon=True,
+        self._http = BackgroundHttpServer(
+            self.spec.host,
+            self.spec.port,
+            _handler(self),
+            what=f"metrics reporter '{self.spec.name}'",
+            port_key=f"metrics.reporter.{self.spec.name}.port",
+            thread_name=f"metrics-http-{self.spec.name}",
         )
-        self._thread.start()
+        self._http.start()
         log.info(
             "metrics reporter '%s': Prometheus metrics at http://%s:%d/metrics, health at /health",
             self.spec.name,
@@ -239,10 +228,9 @@ class MetricsHttpServer:
 
     def stop(self) -> None:
         """Stop serving and close the port."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        if self._http is not None:
+            self._http.stop()
+            self._http = None
 
 
 def _handler(server: MetricsHttpServer) -> type[BaseHTTPRequestHandler]:
@@ -251,23 +239,16 @@ def _handler(server: MetricsHttpServer) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0].rstrip("/") or "/"
             if path == "/metrics":
                 encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
-                self._send(200, content_type, encoder(server.collectors))
+                send(self, 200, content_type, encoder(server.collectors))
             elif path == "/health":
                 code, body = server.health()
-                self._send(code, "application/json", json.dumps(body, default=str).encode())
+                send(self, code, "application/json", json.dumps(body, default=str).encode())
             elif path == "/":
-                self._send(200, "text/plain; charset=utf-8", b"samzapy: /metrics (Prometheus), /health\n")
+                send(self, 200, "text/plain; charset=utf-8", b"samzapy: /metrics (Prometheus), /health\n")
             elif route := next((r for p, r in server.routes.items() if path.startswith(p)), None):
-                self._send(*route(self.path))
+                send(self, *route(self.path))
             else:
-                self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics or /health\n")
-
-        def _send(self, code: int, content_type: str, body: bytes) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+                send(self, 404, "text/plain; charset=utf-8", b"not found: try /metrics or /health\n")
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's signature
             log.debug("metrics http: " + format, *args)
