@@ -42,7 +42,13 @@ PARTITIONS = 4
 
 
 def write_config(
-    tmp: str, servers: str, tag: str, coalesce: str, commit_ms: int = 0, fetch_wait_ms: int = 0
+    tmp: str,
+    servers: str,
+    tag: str,
+    coalesce: str,
+    commit_ms: int = 0,
+    fetch_wait_ms: int = 0,
+    local_checkpoint_ms: int = 0,
 ) -> Path:
     props = dict(load_config(CONFIG))
     if commit_ms > 0:  # else the config's task.commit.ms
@@ -53,6 +59,8 @@ def write_config(
         if key.endswith(".changelog"):
             props[key] = f"{value}-{tag}"
             props[f"{key}.coalesce"] = coalesce
+            if local_checkpoint_ms > 0:  # else a local checkpoint at every commit
+                props[key.removesuffix(".changelog") + ".local.checkpoint.ms"] = str(local_checkpoint_ms)
     props.update(
         {
             "job.name": f"bench-join-{tag}",
@@ -112,7 +120,9 @@ def latency(tmp: str, servers: str, args: argparse.Namespace, result: Result) ->
     imps, clicks = ads(AdSpec(impressions=impressions, span_ms=seconds * 1000, max_click_delay_ms=2_000))
     for topic in ("imp-lat", "clk-lat"):
         produce_json(servers, topic, PARTITIONS, [])
-    config = write_config(tmp, servers, "lat", args.coalesce, args.commit_ms, args.fetch_wait_ms)
+    config = write_config(
+        tmp, servers, "lat", args.coalesce, args.commit_ms, args.fetch_wait_ms, args.local_checkpoint_ms
+    )
     metrics = Path(tmp) / "metrics-lat.json"
     job = subprocess.Popen(
         [sys.executable, "-m", "samzapy", "run", str(config), "--metrics-file", str(metrics)],
@@ -179,6 +189,7 @@ def main() -> None:
         coalesce="true",
         commit_ms=0,
         fetch_wait_ms=0,
+        local_checkpoint_ms=0,
     )
     result = Result("stream_join")
     with tempfile.TemporaryDirectory() as tmp:
@@ -191,7 +202,12 @@ def main() -> None:
             wait = (
                 f"fetch.max.wait.ms={args.fetch_wait_ms}" if args.fetch_wait_ms else "the default fetch wait"
             )
-            result.note(f"join latency run: {commit}, {wait}")
+            local = (
+                f"stores.<store>.local.checkpoint.ms={args.local_checkpoint_ms}"
+                if args.local_checkpoint_ms
+                else "a local checkpoint at every commit"
+            )
+            result.note(f"join latency run: {commit}, {wait}, {local}")
             latency(tmp, servers, args, result)
         finally:
             dev_broker.stop(Path(tmp) / "broker")

@@ -129,4 +129,12 @@ def build_store(
     store: KeyValueStore[Any, Any] = _maybe_logged(raw, changelog, config.changelog_coalesce)
     store = SerializedStore(store, key_serde, msg_serde, metrics)
     store = _maybe_cached(store, config, metrics)
-    return StorageEngine(config.name, partition, store, raw=raw, changelog=changelog, metrics=metrics)
+    return StorageEngine(
+        config.name,
+        partition,
+        store,
+        raw=raw,
+        changelog=changelog,
+        metrics=metrics,
+        checkpoint_every_ms=config.local_checkpoint_ms,
+    )

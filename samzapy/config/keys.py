@@ -671,6 +671,15 @@ KEYS: tuple[KeySpec, ...] = (
         "records; same state after restore. See docs/performance.md.",
         _STORE,
     ),
+    _key(
+        _ST + "local.checkpoint.ms",
+        _int(0),
+        "0",
+        "Take the store's local checkpoint (RocksDB hard links, where a restore starts) at most "
+        "this often, and always at the final commit; 0: at every commit. Larger values make "
+        "commits cheaper; a restore after a crash then replays up to that much more changelog.",
+        _STORE,
+    ),
     _key(_ST + "container.cache.size.bytes", _int(0), "104857600", "RocksDB block cache size.", _STORE),
     _key(
         _ST + "container.write.buffer.size.bytes", _int(1), "33554432", "RocksDB write buffer size.", _STORE

@@ -112,12 +112,12 @@ class Container:
             raise
         try:
             self._loop()
-            self._commit()
+            self._commit(final=True)
             code = 0
         except MessageFailure as failure:
             self.status.failed(str(failure))
             if failure.safe_to_commit:
-                self._commit()
+                self._commit(final=True)
                 log.error("%s\nstopped after committing every message before it", failure)
             else:
                 log.error(
@@ -430,8 +430,10 @@ class Container:
         return sum(t.metrics.counter("messages-actually-processed").value for t in self.tasks)
 
     # ----------------------------------------------------------------- commit
-    def _commit(self) -> None:
-        """The commit protocol of the module docstring."""
+    def _commit(self, *, final: bool = False) -> None:
+        """The commit protocol of the module docstring; ``final`` (at shutdown) always takes
+        the local store checkpoints, a routine commit at most every
+        ``stores.S.local.checkpoint.ms``."""
         started = time.perf_counter_ns()
         if self._async is not None:
             self._async.drain()  # every message taken in is done: stores match the offsets
@@ -440,7 +442,7 @@ class Container:
             task.flush_stores()
         self._producer.flush()
         crash_point("after-producer-flush")
-        store_offsets = {task.task_name: task.checkpoint_stores() for task in self.tasks}
+        store_offsets = {task.task_name: task.checkpoint_stores(final=final) for task in self.tasks}
         crash_point("after-local-checkpoint")
         for task in self.tasks:
             task.coordinator.commit_requested = False

@@ -16,7 +16,7 @@ from samzapy.config.model import StoreConfig
 from samzapy.errors import KafkaSystemError, RestoreError
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.changelog import KafkaChangelog
-from samzapy.stores.checkpoints import checkpoints_dir
+from samzapy.stores.checkpoints import LocalCheckpoints, checkpoints_dir
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store
 from samzapy.streams import SystemStream
@@ -361,4 +361,39 @@ def test_untrusted_local_flag_forces_full_restore(harness: Harness) -> None:
     live.close()
     restored = harness.restored(k, trusted_local=False)
     assert harness.metrics.snapshot()["restored-messages"] == k + 1
+    restored.close()
+
+
+def test_a_local_checkpoint_interval_skips_routine_checkpoints_and_restore_replays_from_the_older_one(
+    broker, changelog_topic, producer, tmp_path
+):
+    h = Harness(
+        broker,
+        changelog_topic,
+        producer,
+        tmp_path / "state",
+        object_cache_size=0,
+        local_checkpoint_ms=3_600_000,
+    )
+    live = h.build()
+    live.restore(None)
+    random_writes(live, 300, seed=5)
+    first = h.commit(live)  # the first checkpoint of a run is always taken
+    random_writes(live, 200, seed=6)
+    live.flush()
+    h.producer.flush()
+    second = live.changelog_offset()
+    live.checkpoint(second, force=False)  # a routine commit within the interval: no checkpoint
+    expected = digest(live)
+    checkpoints = [c.offset for c in LocalCheckpoints(h.live_dir, h.topic, 1).newest_first()]
+    assert checkpoints == [first]
+    assert h.metrics.snapshot()["local-checkpoints"] == 1
+    live.close()  # as after a crash: the live directory is never trusted by a restore
+    # Restore to the second commit starts from the first checkpoint and replays exactly the
+    # records between the two.
+    restored = h.restored(second)
+    assert digest(restored) == expected
+    assert h.metrics.snapshot()["restored-messages"] == second - first
+    restored.checkpoint(restored.changelog_offset(), force=True)  # a final commit always takes one
+    assert [c.offset for c in LocalCheckpoints(h.live_dir, h.topic, 1).newest_first()] == [second, first]
     restored.close()
