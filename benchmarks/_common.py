@@ -152,3 +152,20 @@ def write_properties(path: Path, props: dict[str, str]) -> Path:
     """Write ``props`` as a properties file."""
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     return path
+
+
+def raw_consume(servers: str, topic: str, partitions: int, *, c_decoder: bool) -> tuple[int, float]:
+    """Read every partition of ``topic`` to its end with a bare consumer: (records, seconds).
+    ``c_decoder=False`` is stock kafka-python (the raw limit of the issue's ratios); ``True``
+    adds samzapy's C batch decoder, which every samzapy consumer uses."""
+    from kafka import TopicPartition
+
+    from samzapy.kafka.reading import read_partition, reader_consumer
+
+    consumer = reader_consumer(servers, c_decoder=c_decoder)
+    started = time.perf_counter()
+    reads = (read_partition(consumer, TopicPartition(topic, p), 0) for p in range(partitions))
+    count = sum(len(batch) for read in reads for batch in read)
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return count, elapsed

@@ -17,13 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from kafka import KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from benchmarks._common import Result, arguments
+from benchmarks._common import Result, arguments, raw_consume
 from samzapy.config.model import StoreConfig
 from samzapy.kafka import broker as dev_broker
-from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
@@ -59,15 +58,6 @@ def produce(servers: str, n: int, topic: str = TOPIC) -> int:
     return offset
 
 
-def raw_consume(servers: str, topic: str) -> tuple[int, float]:
-    consumer = reader_consumer(servers)
-    started = time.perf_counter()
-    count = sum(len(batch) for batch in read_partition(consumer, TopicPartition(topic, 0), 0))
-    elapsed = time.perf_counter() - started
-    consumer.close()
-    return count, elapsed
-
-
 def restore(servers: str, topic: str, k: int, base: Path, n: int) -> tuple[float, int, int]:
     config = StoreConfig(name="bench", changelog=SystemStream("kafka", topic))
     changelog = KafkaChangelog(topic, 0, NoProducer(), servers)
@@ -99,13 +89,15 @@ def main() -> None:
             servers = info.bootstrap_servers
             k = produce(servers, n)
             half_k = produce(servers, n // 2, TOPIC + "-half")
-            consumed, consume_s = raw_consume(servers, TOPIC)
+            consumed, consume_s = raw_consume(servers, TOPIC, 1, c_decoder=False)
+            c_consumed, c_consume_s = raw_consume(servers, TOPIC, 1, c_decoder=True)
             elapsed, records, size = restore(servers, TOPIC, k, Path(tmp) / "state", n)
             half_s, _, _ = restore(servers, TOPIC + "-half", half_k, Path(tmp) / "state-half", n // 2)
         finally:
             dev_broker.stop(Path(tmp) / "broker")
     limit = ("raw consume", consumed / consume_s)
     result.add("raw kafka-python consume (changelog)", consumed / consume_s, "rec/s", limit=limit)
+    result.add("consume with samzapy's C batch decoder", c_consumed / c_consume_s, "rec/s", limit=limit)
     result.add("samzapy sequential restore", records / elapsed, "rec/s", limit=limit)
     result.add("samzapy sequential restore", size / 1e6 / elapsed, "MB/s")
     result.add("restore time, N / (N/2) (2.0 = linear)", elapsed / half_s, "x")

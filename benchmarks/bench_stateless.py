@@ -15,23 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from kafka import KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 
-from benchmarks._common import Result, arguments, run_child, samzapy_run, write_properties
+from benchmarks._common import Result, arguments, raw_consume, run_child, samzapy_run, write_properties
 from samzapy.generate import PageViewSpec, pageviews, produce_json
 from samzapy.kafka import broker as dev_broker
-from samzapy.kafka.reading import read_partition, reader_consumer
-
-
-def raw_consume(servers: str, topic: str) -> tuple[int, float]:
-    consumer = reader_consumer(servers)
-    started = time.perf_counter()
-    count = sum(
-        len(batch) for p in range(4) for batch in read_partition(consumer, TopicPartition(topic, p), 0)
-    )
-    elapsed = time.perf_counter() - started
-    consumer.close()
-    return count, elapsed
 
 
 def raw_produce(servers: str, topic: str, values: list[bytes]) -> float:
@@ -54,9 +42,12 @@ def main() -> None:
             servers = info.bootstrap_servers
             spec = PageViewSpec(count=args.count, users=10_000, pages=1000)
             produce_json(servers, "bench-in", 4, pageviews(spec))
-            consumed, consume_s = raw_consume(servers, "bench-in")
+            consumed, consume_s = raw_consume(servers, "bench-in", 4, c_decoder=False)
+            c_consumed, c_consume_s = raw_consume(servers, "bench-in", 4, c_decoder=True)
             limit = ("raw consume", consumed / consume_s)
             result.add("raw kafka-python consume", consumed / consume_s, "msg/s", limit=limit)
+            c_rate = c_consumed / c_consume_s
+            result.add("consume with samzapy's C batch decoder", c_rate, "msg/s", limit=limit)
             produce_s = raw_produce(servers, "bench-raw-out", [b"x" * 100] * args.count)
             result.add("raw kafka-python produce (100 B)", args.count / produce_s, "msg/s", limit=limit)
             config = write_properties(

@@ -36,7 +36,7 @@ from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from benchmarks import peers
-from benchmarks._common import ROOT, Result, arguments, run_child, samzapy_run, write_properties
+from benchmarks._common import ROOT, Result, arguments, raw_consume, run_child, samzapy_run, write_properties
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
@@ -56,19 +56,6 @@ def make_topic(servers: str, count: int, users: int) -> None:
     spec = PageViewSpec(count=count, users=users, pages=1000, disorder_ms=60_000)
     produce_json(servers, TOPIC, PARTITIONS, ((v["user_id"].encode(), v) for _, v in pageviews(spec)))
     produce_end_of_stream(servers, TOPIC)
-
-
-def raw_consume(servers: str) -> tuple[int, float]:
-    consumer = reader_consumer(servers)
-    started = time.perf_counter()
-    count = sum(
-        len(batch)
-        for p in range(PARTITIONS)
-        for batch in read_partition(consumer, TopicPartition(TOPIC, p), 0)
-    )
-    elapsed = time.perf_counter() - started
-    consumer.close()
-    return count, elapsed
 
 
 def count_records(servers: str, topic: str) -> int:
@@ -177,10 +164,12 @@ def main() -> None:
                 f"{args.count:,} views, {args.users:,} users, {PARTITIONS} partitions, "
                 f"produced in {time.perf_counter() - started:.1f} s"
             )
-            consumed, consume_s = raw_consume(servers)
+            consumed, consume_s = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=False)
             raw = consumed / consume_s
             limit = ("raw consume", raw)
             result.add("raw kafka-python consume (same topic)", raw, "msg/s", limit=limit)
+            c_count, c_s = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=True)
+            result.add("consume with samzapy's C batch decoder", c_count / c_s, "msg/s", limit=limit)
             rate, config = run_samzapy(tmp, servers, args.coalesce, result, limit, main=True)
             other = "false" if args.coalesce == "true" else "true"
             run_samzapy(tmp, servers, other, result, limit, main=False)

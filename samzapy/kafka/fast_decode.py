@@ -1,0 +1,222 @@
+"""A faster decoder of fetched record batches for kafka-python's consumer.
+
+kafka-python decodes every record of a fetch response in pure Python (a varint at a time);
+on these machines that is ~5 us of the ~7 us a consumed record costs, the largest single part
+of a restore and a fifth of the window count. aiokafka ships the same record format's decoder
+as a C extension (``aiokafka.record._crecords``), ten times faster per record. This module
+plugs it into kafka-python's ``Fetcher`` for one consumer at a time: the fetch, the offsets,
+the positions and the errors stay kafka-python's; only the bytes of a fetched partition are
+turned into ``ConsumerRecord``s by the C decoder, all at once, and handed out by ``take``.
+
+The fast decoder takes a fetched partition when its batches are format v2, no key/value
+deserializers are configured, and it is not a read_committed read with aborted transactions
+to filter; anything else (legacy message sets, say) goes to kafka-python's own
+``PartitionRecords`` unchanged. Within a fetch, compressed batches are decoded by
+kafka-python's batch class (so codecs behave exactly as before), the others by the C one. Like
+:mod:`samzapy.kafka.fast_append`, it relies on kafka-python internals (``Fetcher.PartitionRecords``
+and its fields), so it is enabled only for the kafka-python versions it was checked against
+and can be switched off with ``SAMZAPY_CONSUMER_FAST_DECODE=0``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from typing import Any
+
+import kafka
+import kafka.errors as Errors
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.fetcher import ConsumerRecord, Fetcher, IsolationLevel
+from kafka.record.default_records import DefaultRecordBatch
+
+try:  # the C extension only: aiokafka's pure-Python fallback is no faster than kafka-python's
+    from aiokafka.record._crecords.default_records import DefaultRecordBatch as _CBatch
+except ImportError:  # pragma: no cover - depends on how aiokafka was installed
+    _CBatch = None
+
+log = logging.getLogger(__name__)
+
+#: kafka-python versions whose ``Fetcher.PartitionRecords`` this module was checked against.
+SUPPORTED_VERSIONS = ("3.0.",)
+
+# Record batch v2 header fields used to choose a decoder (KIP-98 layout).
+_LENGTH = struct.Struct(">i")  # at 8: bytes after the first 12
+_LEADER_EPOCH = struct.Struct(">i")  # at 12
+_ATTRIBUTES = struct.Struct(">h")  # at 21
+_LOG_OVERHEAD = 12
+_MAGIC_AT = 16
+_HEADER_SIZE = 61
+_COMPRESSION_MASK = 0x07
+
+
+def available() -> bool:
+    """Whether the fast decoder may be used: supported kafka-python, aiokafka's C extension
+    importable, and not switched off."""
+    if os.environ.get("SAMZAPY_CONSUMER_FAST_DECODE", "1") == "0":
+        return False
+    return _CBatch is not None and kafka.__version__.startswith(SUPPORTED_VERSIONS)
+
+
+def install(consumer: KafkaConsumer) -> bool:
+    """Make ``consumer`` decode eligible fetches with the C decoder; returns whether it did.
+    Only this consumer is affected (nothing in kafka-python is patched globally)."""
+    fetcher = getattr(consumer, "_fetcher", None)
+    if not available() or not isinstance(fetcher, Fetcher):
+        return False
+    fetcher.PartitionRecords = partition_records
+    return True
+
+
+def partition_records(
+    fetch_offset: int,
+    tp: TopicPartition,
+    records: Any,
+    key_deserializer: Any = None,
+    value_deserializer: Any = None,
+    check_crcs: bool = True,
+    isolation_level: Any = IsolationLevel.READ_UNCOMMITTED,
+    aborted_transactions: Any = None,
+    metric_aggregator: Any = None,
+    on_drain: Any = lambda _records: None,
+) -> Fetcher.PartitionRecords:
+    """kafka-python's ``PartitionRecords`` constructor, with the same arguments: the fast
+    decoder's records when the fetch is eligible (module docstring), kafka-python's otherwise."""
+    buffer = records._buffer
+    eligible = (
+        key_deserializer is None
+        and value_deserializer is None
+        and not (isolation_level == IsolationLevel.READ_COMMITTED and aborted_transactions)
+        and _all_v2(buffer)
+    )
+    if eligible:
+        return DecodedPartitionRecords(
+            fetch_offset, tp, buffer, check_crcs=check_crcs,
+            metric_aggregator=metric_aggregator, on_drain=on_drain,
+        )  # fmt: skip
+    return Fetcher.PartitionRecords(
+        fetch_offset, tp, records, key_deserializer=key_deserializer,
+        value_deserializer=value_deserializer, check_crcs=check_crcs,
+        isolation_level=isolation_level, aborted_transactions=aborted_transactions,
+        metric_aggregator=metric_aggregator, on_drain=on_drain,
+    )  # fmt: skip
+
+
+def _batch_bounds(buffer: Any) -> list[tuple[int, int]]:
+    """(start, end) of every complete batch in a fetched buffer; a partial batch at the end
+    (the broker cuts fetches at a size limit) is left out, as kafka-python does."""
+    bounds = []
+    pos, size = 0, len(buffer)
+    while size - pos >= _LOG_OVERHEAD:
+        end = pos + _LOG_OVERHEAD + _LENGTH.unpack_from(buffer, pos + 8)[0]
+        if end > size:
+            break
+        bounds.append((pos, end))
+        pos = end
+    return bounds
+
+
+def _all_v2(buffer: Any) -> bool:
+    """Whether every complete batch is in format v2."""
+    return all(
+        end - start >= _HEADER_SIZE and buffer[start + _MAGIC_AT] == 2 for start, end in _batch_bounds(buffer)
+    )
+
+
+class DecodedPartitionRecords(Fetcher.PartitionRecords):
+    """One fetched partition's records, decoded at once (C decoder for uncompressed batches) and handed out by
+    ``take`` exactly as kafka-python's ``PartitionRecords`` does: records before the fetch
+    offset skipped, control batches skipped, positions advanced past the last batch, and a
+    CRC failure raised (naming partition and offset) only after the records before it."""
+
+    def __init__(
+        self,
+        fetch_offset: int,
+        tp: TopicPartition,
+        buffer: Any,
+        *,
+        check_crcs: bool,
+        metric_aggregator: Any,
+        on_drain: Any,
+    ) -> None:
+        self.fetch_offset = fetch_offset
+        self.topic_partition = tp
+        self.leader_epoch = -1
+        self.next_fetch_offset = fetch_offset
+        self.bytes_read = 0
+        self.records_read = 0
+        self.metric_aggregator = metric_aggregator
+        self.on_drain = on_drain
+        self._next_inline_exception: Exception | None = None
+        self.record_iterator: Any = True  # kafka-python's "not drained" marker
+        self._records: list[ConsumerRecord] = []
+        self._taken = 0
+        self._end_offset = fetch_offset
+        self._error: Exception | None = None
+        self._decode(buffer, check_crcs)
+
+    def _decode(self, buffer: Any, check_crcs: bool) -> None:
+        topic, partition = self.topic_partition.topic, self.topic_partition.partition
+        fetch_offset = self.fetch_offset
+        out = self._records
+        append = out.append
+        new_record = ConsumerRecord._make
+        view = memoryview(buffer)
+        for start, end in _batch_bounds(buffer):
+            if _ATTRIBUTES.unpack_from(buffer, start + 21)[0] & _COMPRESSION_MASK:
+                batch = DefaultRecordBatch(bytes(view[start:end]))
+            else:
+                batch = _CBatch(view[start:end])
+            if check_crcs and not batch.validate_crc():
+                self._error = Errors.CorruptRecordError(
+                    f"Record batch for partition {self.topic_partition} at offset "
+                    f"{batch.base_offset} failed crc check"
+                )
+                return
+            self.bytes_read += end - start
+            self._end_offset = batch.next_offset
+            if batch.is_control_batch:
+                continue
+            epoch = _LEADER_EPOCH.unpack_from(buffer, start + 12)[0]
+            for record in batch:
+                offset = record.offset
+                if offset < fetch_offset:
+                    continue
+                key, value, headers = record.key, record.value, record.headers
+                append(new_record((
+                    topic, partition, epoch, offset, record.timestamp, record.timestamp_type,
+                    key, value, headers, None,
+                    -1 if key is None else len(key),
+                    -1 if value is None else len(value),
+                    _header_size(headers) if headers else -1,
+                )))  # fmt: skip
+
+    def take(self, n: int | None = None) -> list[ConsumerRecord]:
+        """Up to ``n`` records (all when None) from where the last ``take`` stopped."""
+        self._maybe_raise_next_inline_exception()
+        if self.record_iterator is None:
+            return []
+        records, start = self._records, self._taken
+        stop = len(records) if n is None else min(len(records), start + n)
+        taken = records[start:stop]
+        self._taken = stop
+        if taken:
+            last = taken[-1]
+            self.next_fetch_offset = last.offset + 1
+            self.leader_epoch = last.leader_epoch
+            self.records_read += len(taken)
+        if stop == len(records):
+            if self._error is None:
+                # v2 batches keep their last offset even when compaction removed the record:
+                # continue after the batch, or the same batch would be fetched again.
+                self.next_fetch_offset = max(self.next_fetch_offset, self._end_offset)
+                self.drain()
+            elif not taken:  # the records before the corrupt batch went out with the last take
+                self.drain()  # the next poll fetches the corrupt batch again and fails again
+                raise self._error
+        return taken
+
+
+def _header_size(headers: list[tuple[str, bytes | None]]) -> int:
+    return sum(len(key.encode("utf-8")) + (len(value) if value is not None else 0) for key, value in headers)
