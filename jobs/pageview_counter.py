@@ -112,9 +112,11 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
             self._late(envelope, collector)
 
     def _closed(self, t: int, bound: int) -> bool:
-        if isinstance(self.assigner, SessionWindows):
-            return t + self.assigner.gap_ms <= bound
-        return self.assigner.assign(t)[0][1] <= bound
+        assigner = self.assigner
+        if isinstance(assigner, SessionWindows):
+            return t + assigner.gap_ms <= bound
+        # The end of t's tumbling window, without the assigner's list (once per view).
+        return t - (t - assigner.offset_ms) % assigner.size_ms + assigner.size_ms <= bound
 
     def _late(self, envelope, collector) -> None:
         self.late.inc()

@@ -5,7 +5,7 @@ Every block keeps its state only in the ``KeyValueStore[bytes, bytes]`` stores i
 same stores continues exactly from the checkpointed state; every block is deterministic (the
 same inputs in the same order give the same outputs, byte for byte), so re-sent outputs carry
 the same ``samzapy.id``. Each block's store keys start with ``namespace`` and a tag of its own
-(``0x00`` and two letters: ``wm`` watermark, ``te``/``tp`` timers, ``ww``/``we`` windows,
+(``0x00`` and two letters: ``wm`` watermark, ``te``/``tp`` timers, ``wt``/``ww``/``we`` windows,
 ``ri``/``rg``/``rm`` registry, ``di``/``db``/``dm`` dedup, ``fk`` foreign-key subscriptions),
 so blocks of different kinds can share a store; two blocks of the same kind in one store need
 distinct namespaces, none a prefix of another. The table, stream-table and foreign-key joins

@@ -1,11 +1,8 @@
 """Event-time windows in a store: tumbling, hopping and session windows, emitted once final.
 
-Store layout (all in one ``KeyValueStore[bytes, bytes]``, under ``namespace``):
-
-* ``ns + 0x00 'ww' + escape(key) + start`` -> ``end + encoded aggregate``: the open windows,
-  sorted by (key, start);
-* ``ns + 0x00 'we' + end + escape(key) + start`` -> ``b""``: a time-first index of window
-  ends, so :meth:`WindowedAggregation.close_due` reads only the windows that are due.
+The store layout is :mod:`samzapy.operators.window_layout`: one time-first entry per
+tumbling or hopping window (an event is a get and a put; the due windows are one range scan,
+values included); sessions key-first with an index of ends.
 
 Nothing is kept in Python memory: after a restore, a new :class:`WindowedAggregation` over
 the same store continues exactly where the checkpointed state left off.
@@ -25,10 +22,18 @@ from samzapy.operators.keys import (
     decode_ms,
     encode_ms,
     escape,
+    prefix_end,
     unescape,
     until_inclusive,
 )
 from samzapy.operators.watermark import Watermark
+from samzapy.operators.window_layout import (
+    FIXED_TAG,
+    SESSION_INDEX_TAG,
+    SESSION_TAG,
+    decode_fixed_key,
+    migrate_fixed,
+)
 from samzapy.stores.base import KeyValueStore
 
 
@@ -99,9 +104,10 @@ class SessionWindows:
 Assigner = TumblingWindows | HoppingWindows | SessionWindows
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WindowResult:
-    """An emitted window.
+    """An emitted window (read-only by convention: not frozen, because a frozen dataclass's
+    ``__init__`` was a measurable share of emitting many windows).
 
     Attributes:
         key: the window's key.
@@ -156,15 +162,19 @@ class WindowedAggregation:
           ``late-window-drops``). Closed windows still in the store are ignored, so results
           do not depend on when :meth:`close_due` runs.
         * :meth:`close_due` returns every closed window once, ordered by (end, key, start), and
-          deletes it (data and index) in the same call. On a crash before the next checkpoint
-          the store is restored to the checkpointed state and the window is emitted again with
-          the same id and bytes (outputs are flushed before a checkpoint is written): a window
-          may be emitted more than once across crashes, but never lost.
+          deletes it in the same call. On a crash before the next checkpoint the store is
+          restored to the checkpointed state and the window is emitted again with the same id
+          and bytes (outputs are flushed before a checkpoint is written): a window may be
+          emitted more than once across crashes, but never lost.
         * Same inputs in the same order (and the same watermark moves) give the same results.
 
     Session windows: an event whose ``[t, t + gap)`` overlaps open sessions of its key merges
     them into one session (aggregates merged in start order, then the value added); the
     merged session replaces them in the store and index.
+
+    Building one over a store that holds fixed windows in the layout of samzapy before
+    round 3 moves them to the current layout first
+    (:func:`~samzapy.operators.window_layout.migrate_fixed`).
     """
 
     def __init__(
@@ -191,10 +201,22 @@ class WindowedAggregation:
         self._watermark = watermark
         self._grace = allowed_lateness_ms
         self._updates = emit == "update"
-        self._wprefix = namespace + b"\x00ww"
-        self._iprefix = namespace + b"\x00we"
+        self._wprefix = namespace + SESSION_TAG
+        self._iprefix = namespace + SESSION_INDEX_TAG
+        self._tprefix = namespace + FIXED_TAG
+        self._session = isinstance(assigner, SessionWindows)
+        # Tumbling windows are assigned inline (no list per event); hopping ones by the assigner.
+        self._tumbling: tuple[int, int] | None = None
+        if isinstance(assigner, TumblingWindows):
+            self._tumbling = (assigner.size_ms, assigner.offset_ms)
+        # (prefix + end, start) encoded, per window start: most events fall in a few windows.
+        self._encoded: dict[int, tuple[bytes, bytes]] = {}
+        # Per time-first prefix, where the next scan for due windows starts (see _due).
+        self._scan_from: dict[bytes, bytes] = {}
         self._late = metrics.counter("late-messages") if metrics is not None else None
         self._late_windows = metrics.counter("late-window-drops") if metrics is not None else None
+        if not self._session:
+            migrate_fixed(store, namespace)
 
     def closed_before(self) -> int:
         """Windows with ``end <=`` this value are closed."""
@@ -202,34 +224,44 @@ class WindowedAggregation:
 
     def add(self, key: bytes, event_time_ms: int, value: Any) -> Added:
         """Add ``value`` at ``event_time_ms`` to the open windows of ``key``."""
-        if isinstance(self._assigner, SessionWindows):
-            return self._add_session(key, event_time_ms, value, self._assigner.gap_ms)
-        bound = self.closed_before()
+        if self._session:
+            return self._add_session(key, event_time_ms, value, self._assigner.gap_ms)  # type: ignore[union-attr]
+        bound = self._watermark.current - self._grace
         escaped = escape(key)
+        tumbling = self._tumbling
+        if tumbling is not None:
+            size, offset = tumbling
+            start = event_time_ms - (event_time_ms - offset) % size
+            if start + size <= bound:
+                return self._added([], late=True)
+            acc = self._update(escaped, start, start + size, value)
+            if not self._updates:
+                return _ACCEPTED  # the common case: no allocation per event
+            update = WindowResult(key, start, start + size, self._agg.result(acc), None, final=False)
+            return Added([update], late=False)
         updates: list[WindowResult] = []
         accepted = dropped = 0
-        for start, end in self._assigner.assign(event_time_ms):
+        for start, end in self._assigner.assign(event_time_ms):  # type: ignore[union-attr]
             if end <= bound:
                 dropped += 1
                 continue
             accepted += 1
-            acc = self._update(escaped + encode_ms(start), end, value)
+            acc = self._update(escaped, start, end, value)
             if self._updates:
                 updates.append(WindowResult(key, start, end, self._agg.result(acc), None, final=False))
-        if accepted and not dropped and not updates:
-            return _ACCEPTED  # the common case: no allocation per event
         return self._added(updates, late=accepted == 0, dropped=dropped)
 
-    def _update(self, suffix: bytes, end: int, value: Any) -> Any:
+    def _update(self, escaped: bytes, start: int, end: int, value: Any) -> Any:
+        encoded = self._encoded.get(start)
+        if encoded is None:
+            if len(self._encoded) >= 64:
+                self._encoded.clear()  # bounded: old windows are not seen again
+            encoded = self._encoded[start] = (self._tprefix + encode_ms(end), encode_ms(start))
+        wkey = encoded[0] + escaped + encoded[1]
         store, agg = self._store, self._agg
-        wkey = self._wprefix + suffix
         old = store.get(wkey)
-        if old is None:
-            acc = agg.create(value)
-            store.put(self._iprefix + encode_ms(end) + suffix, b"")
-        else:
-            acc = agg.add(agg.decode(old[8:]), value)
-        store.put(wkey, encode_ms(end) + agg.encode(acc))
+        acc = agg.create(value) if old is None else agg.add(agg.decode(old), value)
+        store.put(wkey, agg.encode(acc))
         return acc
 
     def _added(self, updates: list[WindowResult], *, late: bool, dropped: int = 0) -> Added:
@@ -279,19 +311,54 @@ class WindowedAggregation:
         and purged; call again until it returns ``[]``. This bounds the memory a call holds
         when very many windows close at once (e.g. at end-of-stream), whatever the state size.
         """
+        if not self._session:
+            return self._close_fixed(limit)
         while True:
-            results, scanned = self._close_batch(limit)
+            results, scanned = self._close_sessions(limit)
             # A full batch of stale index entries only: look further, or windows would wait.
             if results or limit is None or scanned < limit:
                 return results
 
-    def _close_batch(self, limit: int | None) -> tuple[list[WindowResult], int]:
-        """Emit and purge the first ``limit`` due index entries; (results, entries scanned)."""
+    def _due(self, prefix: bytes, limit: int | None) -> list[tuple[bytes, bytes]]:
+        """The first ``limit`` entries under the time-first ``prefix`` that are due; the
+        caller deletes every one of them.
+
+        The scan starts where the last one ended, not at the smallest time: the closed
+        windows' deletes stay in RocksDB as tombstones until compaction, and a seek to the
+        start would step over all of them at every call (seconds per scan after a few hundred
+        thousand windows). Nothing is ever stored behind that point again: an event for a
+        window that ends at or before ``closed_before()`` is late, and that bound never goes
+        back. After a restart the first scan starts at the beginning.
+        """
+        bound = until_inclusive(prefix, self.closed_before())
+        start = self._scan_from.get(prefix, prefix)
+        if start >= bound:
+            return []
+        with self._store.range(start, bound) as it:
+            due = list(islice(it, limit))
+        # The smallest key after the last one returned (all are deleted), or the bound itself.
+        self._scan_from[prefix] = due[-1][0] + b"\x00" if limit is not None and len(due) == limit else bound
+        return due
+
+    def _close_fixed(self, limit: int | None) -> list[WindowResult]:
+        """One scan of the due fixed windows (values included), then one batch of deletes."""
+        prefix = self._tprefix
+        due = self._due(prefix, limit)
+        if not due:
+            return []
+        n, result, decode = len(prefix), self._agg.result, self._agg.decode
+        results = []
+        for stored_key, stored in due:
+            key, start, end = decode_fixed_key(stored_key, n)
+            results.append(WindowResult(key, start, end, result(decode(stored)), window_id(key, start, end)))
+        self._store.delete_all([stored_key for stored_key, _ in due])
+        return results
+
+    def _close_sessions(self, limit: int | None) -> tuple[list[WindowResult], int]:
+        """Emit and purge the first ``limit`` due session index entries; (results, entries
+        scanned)."""
         prefix = self._iprefix
-        with self._store.range(
-            prefix + encode_ms(MIN_MS), until_inclusive(prefix, self.closed_before())
-        ) as it:
-            due = [entry.key for entry in islice(it, limit)]
+        due = [index_key for index_key, _ in self._due(prefix, limit)]
         if not due:
             return [], 0
         results: list[WindowResult] = []
@@ -302,7 +369,7 @@ class WindowedAggregation:
             wkey = self._wprefix + suffix
             stored = self._store.get(wkey)
             if stored is None or stored[:8] != ikey[n : n + 8]:
-                continue  # a stale index entry: its window is gone or has another end
+                continue  # a stale index entry: its session is gone or has another end
             key, offset = unescape(suffix)
             start, end = decode_ms(suffix, offset), decode_ms(stored)
             value = self._agg.result(self._agg.decode(stored[8:]))
@@ -313,16 +380,28 @@ class WindowedAggregation:
 
     def open_windows(self, key: bytes) -> list[WindowResult]:
         """The windows of ``key`` still in the store, by start (current values, ``final=False``;
-        may include closed windows not yet purged by :meth:`close_due`)."""
+        may include closed windows not yet purged by :meth:`close_due`).
+
+        For tumbling and hopping windows this scans every window in the store (the layout is
+        time-first): meant for tests and tools, not for the per-event path.
+        """
+        agg = self._agg
+        if not self._session:
+            prefix = self._tprefix
+            with self._store.range(prefix, prefix_end(prefix)) as entries:
+                found = [decode_fixed_key(k, len(prefix)) + (v,) for k, v in entries]
+            return [
+                WindowResult(k, start, end, agg.result(agg.decode(v)), None, False)
+                for k, start, end, v in sorted(found, key=lambda w: w[1])
+                if k == key
+            ]
         prefix = self._wprefix + escape(key)
         with self._store.range(prefix + encode_ms(MIN_MS), prefix + b"\xff" * 9) as entries:
-            found = [(e.key, e.value) for e in entries]
+            found_sessions = [(e.key, e.value) for e in entries]
         n = len(prefix)
         return [
-            WindowResult(
-                key, decode_ms(k, n), decode_ms(v), self._agg.result(self._agg.decode(v[8:])), None, False
-            )
-            for k, v in found
+            WindowResult(key, decode_ms(k, n), decode_ms(v), agg.result(agg.decode(v[8:])), None, False)
+            for k, v in found_sessions
         ]
 
 

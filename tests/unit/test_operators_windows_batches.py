@@ -12,7 +12,12 @@ from test_operators_support import SortedDictStore  # noqa: E402
 from samzapy.operators.aggregators import count  # noqa: E402
 from samzapy.operators.keys import encode_ms, escape  # noqa: E402
 from samzapy.operators.watermark import Watermark  # noqa: E402
-from samzapy.operators.windows import TumblingWindows, WindowedAggregation, WindowResult  # noqa: E402
+from samzapy.operators.windows import (  # noqa: E402
+    SessionWindows,
+    TumblingWindows,
+    WindowedAggregation,
+    WindowResult,
+)
 
 
 def filled(keys: int) -> tuple[SortedDictStore, WindowedAggregation]:
@@ -49,19 +54,22 @@ def test_batches_hold_at_most_limit_and_add_up_to_one_unbounded_call() -> None:
     assert list(store.all()) == list(filled(0)[0].all())  # only the watermark is left
 
 
-def test_a_full_batch_of_stale_index_entries_does_not_hide_the_windows_behind_it() -> None:
-    store, agg = filled(3)
-    # Stale index entries (their windows are gone) sort before the live ones of the same end.
+def test_a_full_batch_of_stale_session_index_entries_does_not_hide_the_sessions_behind_it() -> None:
+    store = SortedDictStore()
+    wm = Watermark(store, 0)
+    agg = WindowedAggregation(store, SessionWindows(10), count(), wm)
+    for key in (b"k0", b"k1", b"k2"):
+        agg.add(key, 90, None)
+    # Stale index entries (their sessions are gone) sort before the live ones of the same end.
     for n in range(5):
-        store.put(b"\x00we" + encode_ms(100) + escape(b"a%02d" % n) + encode_ms(0), b"")
+        store.put(b"\x00we" + encode_ms(100) + escape(b"a%02d" % n) + encode_ms(90), b"")
+    wm.advance_to(200)
 
     batches = drain(agg, 4)
 
     assert [(r.key, r.start, r.value) for b in batches for r in b] == [
-        (b"k000", 0, 2),
-        (b"k001", 0, 2),
-        (b"k002", 0, 2),
-        (b"k000", 100, 1),
-        (b"k001", 100, 1),
-        (b"k002", 100, 1),
+        (b"k0", 90, 1),
+        (b"k1", 90, 1),
+        (b"k2", 90, 1),
     ]
+    assert list(store.all()) == [(b"\x00wm", encode_ms(200))]
