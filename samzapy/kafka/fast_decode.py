@@ -125,10 +125,11 @@ def _all_v2(buffer: Any) -> bool:
 
 
 class DecodedPartitionRecords(Fetcher.PartitionRecords):
-    """One fetched partition's records, decoded at once (C decoder for uncompressed batches) and handed out by
-    ``take`` exactly as kafka-python's ``PartitionRecords`` does: records before the fetch
-    offset skipped, control batches skipped, positions advanced past the last batch, and a
-    CRC failure raised (naming partition and offset) only after the records before it."""
+    """One fetched partition's records, decoded a batch at a time as ``take`` needs them (the
+    C decoder for uncompressed batches) and handed out exactly as kafka-python's
+    ``PartitionRecords`` does: records before the fetch offset skipped, control batches
+    skipped, positions advanced past the last batch, and a CRC failure raised (naming
+    partition and offset) only after the records before it."""
 
     def __init__(
         self,
@@ -150,63 +151,80 @@ class DecodedPartitionRecords(Fetcher.PartitionRecords):
         self.on_drain = on_drain
         self._next_inline_exception: Exception | None = None
         self.record_iterator: Any = True  # kafka-python's "not drained" marker
-        self._records: list[ConsumerRecord] = []
-        self._taken = 0
+        self._buffer = buffer
+        self._check_crcs = check_crcs
+        self._bounds = _batch_bounds(buffer)
+        self._next_batch = 0
+        self._decoded: list[ConsumerRecord] = []  # the current batch's records
+        self._taken = 0  # of them
         self._end_offset = fetch_offset
         self._error: Exception | None = None
-        self._decode(buffer, check_crcs)
 
-    def _decode(self, buffer: Any, check_crcs: bool) -> None:
+    def _decode_next_batch(self) -> None:
+        """Decode the next batch into ``_decoded`` (empty for a control batch); on a CRC
+        failure set ``_error`` and stop decoding."""
+        buffer = self._buffer
+        start, end = self._bounds[self._next_batch]
+        self._next_batch += 1
+        view = memoryview(buffer)[start:end]
+        if _ATTRIBUTES.unpack_from(buffer, start + 21)[0] & _COMPRESSION_MASK:
+            batch = DefaultRecordBatch(bytes(view))
+        else:
+            batch = _CBatch(view)
+        self._decoded, self._taken = [], 0
+        if self._check_crcs and not batch.validate_crc():
+            self._error = Errors.CorruptRecordError(
+                f"Record batch for partition {self.topic_partition} at offset "
+                f"{batch.base_offset} failed crc check"
+            )
+            return
+        self.bytes_read += end - start
+        self._end_offset = batch.next_offset
+        if batch.is_control_batch:
+            return
         topic, partition = self.topic_partition.topic, self.topic_partition.partition
+        epoch = _LEADER_EPOCH.unpack_from(buffer, start + 12)[0]
         fetch_offset = self.fetch_offset
-        out = self._records
-        append = out.append
         new_record = ConsumerRecord._make
-        view = memoryview(buffer)
-        for start, end in _batch_bounds(buffer):
-            if _ATTRIBUTES.unpack_from(buffer, start + 21)[0] & _COMPRESSION_MASK:
-                batch = DefaultRecordBatch(bytes(view[start:end]))
-            else:
-                batch = _CBatch(view[start:end])
-            if check_crcs and not batch.validate_crc():
-                self._error = Errors.CorruptRecordError(
-                    f"Record batch for partition {self.topic_partition} at offset "
-                    f"{batch.base_offset} failed crc check"
-                )
-                return
-            self.bytes_read += end - start
-            self._end_offset = batch.next_offset
-            if batch.is_control_batch:
+        append = self._decoded.append
+        for record in batch:
+            offset = record.offset
+            if offset < fetch_offset:
                 continue
-            epoch = _LEADER_EPOCH.unpack_from(buffer, start + 12)[0]
-            for record in batch:
-                offset = record.offset
-                if offset < fetch_offset:
-                    continue
-                key, value, headers = record.key, record.value, record.headers
-                append(new_record((
-                    topic, partition, epoch, offset, record.timestamp, record.timestamp_type,
-                    key, value, headers, None,
-                    -1 if key is None else len(key),
-                    -1 if value is None else len(value),
-                    _header_size(headers) if headers else -1,
-                )))  # fmt: skip
+            key, value, headers = record.key, record.value, record.headers
+            append(new_record((
+                topic, partition, epoch, offset, record.timestamp, record.timestamp_type,
+                key, value, headers, None,
+                -1 if key is None else len(key),
+                -1 if value is None else len(value),
+                _header_size(headers) if headers else -1,
+            )))  # fmt: skip
+
+    def _batches_left(self) -> bool:
+        return self._error is None and self._next_batch < len(self._bounds)
 
     def take(self, n: int | None = None) -> list[ConsumerRecord]:
         """Up to ``n`` records (all when None) from where the last ``take`` stopped."""
         self._maybe_raise_next_inline_exception()
         if self.record_iterator is None:
             return []
-        records, start = self._records, self._taken
-        stop = len(records) if n is None else min(len(records), start + n)
-        taken = records[start:stop]
-        self._taken = stop
+        wanted = len(self._bounds) << 32 if n is None else n  # more than any fetch holds
+        taken: list[ConsumerRecord] = []
+        while len(taken) < wanted:
+            if self._taken == len(self._decoded):
+                if not self._batches_left():
+                    break
+                self._decode_next_batch()
+                continue
+            stop = min(len(self._decoded), self._taken + wanted - len(taken))
+            taken += self._decoded[self._taken : stop]
+            self._taken = stop
         if taken:
             last = taken[-1]
             self.next_fetch_offset = last.offset + 1
             self.leader_epoch = last.leader_epoch
             self.records_read += len(taken)
-        if stop == len(records):
+        if self._taken == len(self._decoded) and not self._batches_left():
             if self._error is None:
                 # v2 batches keep their last offset even when compaction removed the record:
                 # continue after the batch, or the same batch would be fetched again.
