@@ -76,6 +76,7 @@ def rocksdb_options(config: StoreConfig) -> RocksDBOptions:
         compression=config.compression,
         block_size_bytes=config.block_size_bytes,
         ttl_ms=config.ttl_ms,
+        shared_by=config.name,
     )
 
 

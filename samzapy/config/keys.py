@@ -672,6 +672,16 @@ KEYS: tuple[KeySpec, ...] = (
         _STORE,
     ),
     _key(
+        _ST + "flush.at.head",
+        BOOL,
+        "false",
+        "While the input is caught up, flush the store (dirty cache entries, coalesced changelog "
+        "changes) after every poll instead of only at the commit, during which input waits. "
+        "Lower tail latency, more store writes and changelog records at the head; while the job "
+        "is behind it batches and coalesces as before. Same state after restore.",
+        _STORE,
+    ),
+    _key(
         _ST + "local.checkpoint.ms",
         _int(0),
         "0",
@@ -680,9 +690,21 @@ KEYS: tuple[KeySpec, ...] = (
         "commits cheaper; a restore after a crash then replays up to that much more changelog.",
         _STORE,
     ),
-    _key(_ST + "container.cache.size.bytes", _int(0), "104857600", "RocksDB block cache size.", _STORE),
     _key(
-        _ST + "container.write.buffer.size.bytes", _int(1), "33554432", "RocksDB write buffer size.", _STORE
+        _ST + "container.cache.size.bytes",
+        _int(0),
+        "104857600",
+        "RocksDB block cache of the store, per container: one cache shared by the store's "
+        "instances (one per task), holding its index and filter blocks too.",
+        _STORE,
+    ),
+    _key(
+        _ST + "container.write.buffer.size.bytes",
+        _int(1),
+        "33554432",
+        "RocksDB memtable budget of the store, per container (shared by its instances: the one "
+        "being written is flushed when their total passes it), and each instance's largest memtable.",
+        _STORE,
     ),
     _key(
         _ST + "rocksdb.compression",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,51 @@ def test_rocksdb_ttl_mode_opens_and_keeps_fresh_entries(tmp_path: Path) -> None:
     assert store.get(b"k") == b"v"
     assert list(store.all()) == [(b"k", b"v")]
     store.close()
+
+
+def _active_memtables(stores: list[RocksDBStore]) -> int:
+    """Bytes in the stores' active memtables, once no flush is pending or running."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(
+        s._db.property_int_value("rocksdb.num-immutable-mem-table") for s in stores
+    ):
+        time.sleep(0.05)
+    return sum(s._db.property_int_value("rocksdb.cur-size-active-mem-table") for s in stores)
+
+
+def _write(stores: list[RocksDBStore], megabytes: int) -> None:
+    """``megabytes`` MiB into each store, in turns (as a container's tasks write)."""
+    value = bytes(random.Random(7).randbytes(1000))  # incompressible, so sizes are what they say
+    for chunk in range(megabytes * 8):
+        for store in stores:
+            store.put_all([(b"%d-%06d" % (chunk, i), value) for i in range(128)])
+
+
+def test_one_store_shares_its_memory_budget_across_instances(tmp_path: Path) -> None:
+    """Four instances of one store (four tasks) written in turns: with memtables of their own
+    they hold all 16 MiB of writes in memory; sharing a 4 MiB budget, RocksDB flushes the one
+    being written whenever their total passes it. A store's instances share one block cache
+    of the configured size; another store has its own."""
+    sizes = {"cache_size_bytes": 8 << 20, "write_buffer_size_bytes": 16 << 20}
+    private = [RocksDBStore(tmp_path / f"private-{i}", RocksDBOptions(**sizes)) for i in range(4)]
+    shared_sizes = dict(sizes, write_buffer_size_bytes=4 << 20)
+    shared = [
+        RocksDBStore(tmp_path / f"shared-{i}", RocksDBOptions(**shared_sizes, shared_by="counts"))
+        for i in range(4)
+    ]
+    other = RocksDBStore(tmp_path / "other", RocksDBOptions(**shared_sizes, shared_by="other"))
+    try:
+        _write(private + shared, 4)
+        assert _active_memtables(private) >= 15 << 20  # nothing bounds them: all 16 MiB in memory
+        # A soft bound: the budget, plus up to one arena block (1/8 of it) per instance and
+        # the writes that arrive while a flush is being scheduled.
+        assert _active_memtables(shared) <= 8 << 20
+        assert shared[0]._db.property_int_value("rocksdb.block-cache-capacity") == 8 << 20
+        for store in shared:
+            assert store.get(b"3-000127") is not None  # an early write: read from SST files, via the cache
+        usages = {s._db.property_int_value("rocksdb.block-cache-usage") for s in shared}
+        assert len(usages) == 1 and usages.pop() > 0  # one cache, seen by all four
+        assert other._db.property_int_value("rocksdb.block-cache-usage") < 1024  # empty: not theirs
+    finally:
+        for store in private + shared + [other]:
+            store.close()
