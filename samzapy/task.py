@@ -28,9 +28,13 @@ if TYPE_CHECKING:
 Headers = list[tuple[str, bytes]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IncomingMessageEnvelope:
     """One input message, deserialised with the stream's serdes.
+
+    Treat it as read-only. (It is not a frozen dataclass: a frozen one's ``__init__`` sets
+    each field through ``object.__setattr__``, four times the cost of this one's, and one is
+    built per message.)
 
     Attributes:
         system_stream_partition: where the message was read.

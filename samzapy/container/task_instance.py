@@ -130,51 +130,52 @@ class TaskInstance:
                 that record, so nothing after it is processed or committed.
         """
         key_serde, msg_serde = self.input_serdes[ssp]
+        key_of = None if key_serde is None else key_serde.from_bytes
+        message_of = None if msg_serde is None else msg_serde.from_bytes
         process = self.task.process
         collector = self.collector
+        begin = collector.begin
         coordinator = self.coordinator
         offsets = self.offsets
+        stream = ssp.stream
+        envelope_of = IncomingMessageEnvelope
         # Looked up once per batch, not per message: the store write counters that tell
         # whether a failed call left a trace.
         counters = self._write_counters()
         started = time.perf_counter_ns()
-        index = start
+        index, end = start, len(records)
         try:
-            while index < len(records):
+            while index < end:
                 record = records[index]
                 index += 1
+                offset = record.offset
+                key, message = record.key, record.value
                 try:
-                    key = (
-                        record.key
-                        if key_serde is None or record.key is None
-                        else key_serde.from_bytes(record.key)
-                    )
-                    message = (
-                        record.value
-                        if msg_serde is None or record.value is None
-                        else msg_serde.from_bytes(record.value)
-                    )
+                    if key_of is not None and key is not None:
+                        key = key_of(key)
+                    if message_of is not None and message is not None:
+                        message = message_of(message)
                 except Exception as exc:
                     self._fail(ssp, record, exc, "could not deserialise", deserialising=True)
-                    offsets[ssp] = record.offset + 1
+                    offsets[ssp] = offset + 1
                     continue
-                envelope = IncomingMessageEnvelope(
+                envelope = envelope_of(
                     ssp,
-                    record.offset,
+                    offset,
                     key,
                     message,
                     record.timestamp,
                     (record.serialized_key_size or 0) + (record.serialized_value_size or 0),
                     record.headers or [],
                 )
-                collector.begin(ssp.stream, record.offset)
+                begin(stream, offset)
                 writes_before = sum(map(_VALUE, counters)) + collector.sent
                 try:
                     process(envelope, collector, coordinator)
                 except Exception as exc:
                     traceless = sum(map(_VALUE, counters)) + collector.sent == writes_before
                     self._fail(ssp, record, exc, "process() raised", traceless=traceless)
-                offsets[ssp] = record.offset + 1
+                offsets[ssp] = offset + 1
                 if coordinator.commit_requested or coordinator.shutdown_requested:
                     break
         finally:

@@ -150,3 +150,16 @@ def test_hopping_windows_give_the_same_results_as_counting_directly() -> None:
     assert len(results) == len(expected)
     assert [(r.end, r.key, r.start) for r in results] == sorted((r.end, r.key, r.start) for r in results)
     assert list(store.all()) == [(b"\x00wm", encode_ms(10_000))]
+
+
+def test_stored_aggregates_are_compact_bytes() -> None:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        values = [json_encode(n) for n in range(1_000)]
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # orjson's own result would hold its 4 KiB write buffer each (4 MB here).
+    assert values[7] == b"7" and held < 200_000
