@@ -15,11 +15,16 @@ The stores' changelogs are coalesced per commit (``--coalesce true``, samzapy's 
 
     python -m benchmarks.bench_stream_join --impressions 200000 --rate 2000 --seconds 20
     python -m benchmarks.bench_stream_join --size small --commit-ms 5000 --fetch-wait-ms 10
+    python -m benchmarks.bench_stream_join --size small --trace /tmp/trace.json
+
+``--trace FILE`` runs the latency job under :mod:`benchmarks.join_trace` and prints where the
+slowest 5 % of joins spent their latency; ``--latency-only 1`` skips the throughput run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import subprocess
 import sys
@@ -30,7 +35,8 @@ from pathlib import Path
 import orjson
 from kafka import TopicPartition
 
-from benchmarks._common import Result, arguments, run_child
+from benchmarks._common import ROOT, Result, arguments, run_child
+from benchmarks.join_trace import breakdown
 from samzapy.config import load_config
 from samzapy.generate import AdSpec, ads, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
@@ -49,6 +55,7 @@ def write_config(
     commit_ms: int = 0,
     fetch_wait_ms: int = 0,
     local_checkpoint_ms: int = 0,
+    flush_at_head: str = "",
 ) -> Path:
     props = dict(load_config(CONFIG))
     if commit_ms > 0:  # else the config's task.commit.ms
@@ -59,8 +66,11 @@ def write_config(
         if key.endswith(".changelog"):
             props[key] = f"{value}-{tag}"
             props[f"{key}.coalesce"] = coalesce
-            if local_checkpoint_ms > 0:  # else a local checkpoint at every commit
-                props[key.removesuffix(".changelog") + ".local.checkpoint.ms"] = str(local_checkpoint_ms)
+            store = key.removesuffix(".changelog")
+            if local_checkpoint_ms > 0:  # else the config's (or every commit)
+                props[store + ".local.checkpoint.ms"] = str(local_checkpoint_ms)
+            if flush_at_head:  # else the config's (or false)
+                props[store + ".flush.at.head"] = flush_at_head
     props.update(
         {
             "job.name": f"bench-join-{tag}",
@@ -121,13 +131,23 @@ def latency(tmp: str, servers: str, args: argparse.Namespace, result: Result) ->
     for topic in ("imp-lat", "clk-lat"):
         produce_json(servers, topic, PARTITIONS, [])
     config = write_config(
-        tmp, servers, "lat", args.coalesce, args.commit_ms, args.fetch_wait_ms, args.local_checkpoint_ms
+        tmp,
+        servers,
+        "lat",
+        args.coalesce,
+        args.commit_ms,
+        args.fetch_wait_ms,
+        args.local_checkpoint_ms,
+        args.flush_at_head,
     )
     metrics = Path(tmp) / "metrics-lat.json"
+    # --trace: the job runs under benchmarks.join_trace, which writes its loop's timeline
+    program = ["-m", "benchmarks.join_trace", args.trace] if args.trace else ["-m", "samzapy"]
     job = subprocess.Popen(
-        [sys.executable, "-m", "samzapy", "run", str(config), "--metrics-file", str(metrics)],
+        [sys.executable, *program, "run", str(config), "--metrics-file", str(metrics)],
         stderr=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
+        cwd=ROOT,
     )
     try:
         time.sleep(5)  # start-up
@@ -150,18 +170,25 @@ def latency(tmp: str, servers: str, args: argparse.Namespace, result: Result) ->
     finally:
         job.send_signal(signal.SIGTERM)
         job.wait(timeout=60)
-    appended: dict[str, int] = {}
+    appended: dict[str, tuple[int, str, int, int]] = {}  # event id -> (append time, where)
     for record in read_all(servers, "imp-lat"):
-        appended.setdefault(orjson.loads(record.value)["impression_id"], record.timestamp)
+        where = (record.timestamp, "imp-lat", record.partition, record.offset)
+        appended.setdefault(orjson.loads(record.value)["impression_id"], where)
     for record in read_all(servers, "clk-lat"):
-        appended.setdefault(orjson.loads(record.value)["click_id"], record.timestamp)
-    latencies = sorted(
-        r.timestamp - max(appended[v["impression_id"]], appended[v["click_id"]])
+        where = (record.timestamp, "clk-lat", record.partition, record.offset)
+        appended.setdefault(orjson.loads(record.value)["click_id"], where)
+    # per joined record: its append time and the later of its two inputs
+    joins = [
+        (r.timestamp, *max(appended[v["impression_id"]], appended[v["click_id"]]))
         for r in read_all(servers, "joined-lat")
         for v in [orjson.loads(r.value)]
-    )
+    ]
+    latencies = sorted(out - trigger for out, trigger, *_ in joins)
     if not latencies:
         raise SystemExit("no joined output")
+    if args.trace:
+        for line in breakdown(json.loads(Path(args.trace).read_text()), joins):
+            result.note(f"trace: {line}")
 
     def pct(p: float) -> int:
         return latencies[min(len(latencies) - 1, int(p * len(latencies)))]
@@ -190,6 +217,9 @@ def main() -> None:
         commit_ms=0,
         fetch_wait_ms=0,
         local_checkpoint_ms=0,
+        trace="",
+        latency_only=0,
+        flush_at_head="",
     )
     result = Result("stream_join")
     with tempfile.TemporaryDirectory() as tmp:
@@ -197,7 +227,8 @@ def main() -> None:
         try:
             servers = info.bootstrap_servers
             result.note(f"join: stores.<store>.changelog.coalesce={args.coalesce}")
-            throughput(tmp, servers, args.impressions, args.coalesce, result)
+            if not args.latency_only:
+                throughput(tmp, servers, args.impressions, args.coalesce, result)
             commit = f"task.commit.ms={args.commit_ms}" if args.commit_ms else "the config's task.commit.ms"
             wait = (
                 f"fetch.max.wait.ms={args.fetch_wait_ms}" if args.fetch_wait_ms else "the default fetch wait"
@@ -205,9 +236,10 @@ def main() -> None:
             local = (
                 f"stores.<store>.local.checkpoint.ms={args.local_checkpoint_ms}"
                 if args.local_checkpoint_ms
-                else "a local checkpoint at every commit"
+                else "the config's local.checkpoint.ms"
             )
-            result.note(f"join latency run: {commit}, {wait}, {local}")
+            head = f"flush.at.head={args.flush_at_head or 'as configured'}"
+            result.note(f"join latency run: {commit}, {wait}, {local}, {head}")
             latency(tmp, servers, args, result)
         finally:
             dev_broker.stop(Path(tmp) / "broker")

@@ -67,6 +67,7 @@ _STORE_FIELDS = {  # suffix of stores.<store>. -> StoreConfig field
     "object.cache.size": "object_cache_size",
     "write.batch.size": "write_batch_size",
     "changelog.coalesce": "changelog_coalesce",
+    "flush.at.head": "flush_at_head",
     "local.checkpoint.ms": "local_checkpoint_ms",
     "container.cache.size.bytes": "cache_size_bytes",
     "container.write.buffer.size.bytes": "write_buffer_size_bytes",

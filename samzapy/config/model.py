@@ -54,6 +54,7 @@ class StoreConfig:
     object_cache_size: int = 1000
     write_batch_size: int = 500
     changelog_coalesce: bool = True  # one changelog record per changed key per commit
+    flush_at_head: bool = False  # flushed after each poll that found the input caught up
     local_checkpoint_ms: int = 0  # local checkpoint at most this often (0: every commit)
     cache_size_bytes: int = 100 * 1024 * 1024
     write_buffer_size_bytes: int = 32 * 1024 * 1024

@@ -5,7 +5,9 @@ Commit protocol (DESIGN §6), in this order, for all tasks of the container at o
 
 1. flush every store's object cache down to the engine and the changelog producer;
 2. flush the producer: every changelog and output record is acknowledged by the broker;
-3. take a local checkpoint of every RocksDB store, named by its changelog offset;
+3. take a local checkpoint of the RocksDB stores due for one, named by its changelog offset
+   (every store at every commit by default; ``stores.S.local.checkpoint.ms`` spreads them over
+   commits, see ``samzapy.container.checkpoint_schedule``);
 4. write each task's checkpoint (input next-offsets + store changelog offsets) to the
    checkpoint topic and wait for its acknowledgement.
 
@@ -28,8 +30,10 @@ from kafka import TopicPartition
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
 from samzapy.config import Config, JobConfig, resolve_task_class
 from samzapy.container.async_runner import AsyncRunner
+from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
 from samzapy.container.collector import OutputStreams, TaskCollector
 from samzapy.container.fencing import Fence
+from samzapy.container.head_flush import HeadFlusher
 from samzapy.container.inputs import InputPartition, Inputs
 from samzapy.container.side_inputs import SideInputs
 from samzapy.container.standby import StandbyReplicas, adopt_standby_checkpoints
@@ -97,6 +101,10 @@ class Container:
         self._standby: StandbyReplicas | None = None  # warm copies of other containers' stores
         self._side_inputs: SideInputs | None = None  # stores filled from side-input topics
         self._queries: RunningQueries | None = None  # interactive queries (job.query.port)
+        self._head_flusher: HeadFlusher | None = None  # stores.S.flush.at.head
+        self._local_checkpoints = LocalCheckpointSchedule(
+            {s.name: s.local_checkpoint_ms for s in job.stores.values()}, job.commit_ms
+        )
         self.status = ContainerStatus()  # for /health
         self.reporters = Reporters.from_config(config, job, self.registry, self.status, container_id)
 
@@ -180,6 +188,9 @@ class Container:
                     replication_factor=job.replication_factor,
                     expect_partitions=task_count,
                 )
+                # Learn the topic's metadata now: else the first commit's changelog sends wait
+                # for it (~0.4 s on the dev broker) while input waits too.
+                self._producer.partitions_for(store.changelog.stream)
             elif not store.has_side_inputs:
                 log.warning(
                     "store '%s' has no changelog: it is not logged and cannot be restored", store.name
@@ -212,6 +223,8 @@ class Container:
                 )
             )
         self._producer.flush()  # trim writes of restores are acknowledged before processing starts
+        at_head = {s.name for s in job.stores.values() if s.flush_at_head}
+        self._head_flusher = HeadFlusher.for_tasks(self.tasks, at_head)
         self._inputs = self._build_inputs(consumer_servers, input_counts, checkpoints)
         for task in self.tasks:
             task.offsets.update(
@@ -391,6 +404,8 @@ class Container:
                         self._commit()
                 if self._stop_requested or task.coordinator.shutdown_requested:
                     break
+            if self._head_flusher is not None and polled:
+                self._head_flusher.after_poll(sum(len(records) for _, records in polled), max_records)
             if runner is not None:
                 runner.pump()
             now = time.monotonic()
@@ -432,8 +447,7 @@ class Container:
     # ----------------------------------------------------------------- commit
     def _commit(self, *, final: bool = False) -> None:
         """The commit protocol of the module docstring; ``final`` (at shutdown) always takes
-        the local store checkpoints, a routine commit at most every
-        ``stores.S.local.checkpoint.ms``."""
+        the local store checkpoints, a routine commit those its schedule says are due."""
         started = time.perf_counter_ns()
         if self._async is not None:
             self._async.drain()  # every message taken in is done: stores match the offsets
@@ -442,7 +456,7 @@ class Container:
             task.flush_stores()
         self._producer.flush()
         crash_point("after-producer-flush")
-        store_offsets = {task.task_name: task.checkpoint_stores(final=final) for task in self.tasks}
+        store_offsets = self._local_checkpoints.take(self.tasks, final=final)
         crash_point("after-local-checkpoint")
         for task in self.tasks:
             task.coordinator.commit_requested = False
@@ -480,6 +494,8 @@ class Container:
             if self._async is not None:
                 self._async.runners.pop(id(task), None)
         self._inputs.drop_tasks(self.tasks, self._positions())
+        if self._head_flusher is not None:
+            self._head_flusher.drop(self.tasks)
         if not self.tasks:
             log.error("every task of this container is owned by another container now: stopping")
             self._stop_requested = True
