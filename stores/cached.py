@@ -12,6 +12,9 @@ from samzapy.stores.base import KeyValueIterator, KeyValueStore
 K = TypeVar("K")
 V = TypeVar("V")
 
+#: Marks a key missing from the cache (``None`` is a cached deletion or absent key).
+_ABSENT = object()
+
 
 class CachedStore(KeyValueStore[K, V], Generic[K, V]):
     """An LRU cache of deserialised values in front of a store (Samza's ``CachedStore``).
@@ -59,10 +62,11 @@ class CachedStore(KeyValueStore[K, V], Generic[K, V]):
     def get(self, key: K) -> V | None:
         """The value of ``key``, from the cache when there."""
         cache = self._cache
-        if key in cache:
+        value = cache.get(key, _ABSENT)
+        if value is not _ABSENT:
             self._hits.value += 1
             cache.move_to_end(key)
-            return cache[key]
+            return value  # type: ignore[return-value]
         self._misses.value += 1
         value = self.inner.get(key)
         self._insert(key, value)
@@ -71,11 +75,13 @@ class CachedStore(KeyValueStore[K, V], Generic[K, V]):
     def put(self, key: K, value: V | None) -> None:
         """Cache the new value and mark it dirty; written down later, once."""
         dirty = self._dirty
-        if key in dirty:
-            del dirty[key]  # keep the dirty list in order of last write
-        dirty[key] = None
-        self._insert(key, value)  # may write the dirty entries down (eviction)
-        if len(self._dirty) >= self.write_batch_size:
+        dirty[key] = None  # a key already dirty keeps its place: keys are written as one batch
+        cache = self._cache
+        cache[key] = value
+        cache.move_to_end(key)
+        if len(cache) > self.cache_size:
+            self._evict()  # may write the dirty entries down
+        if len(dirty) >= self.write_batch_size:
             self._write_dirty()
 
     def _insert(self, key: K, value: V | None) -> None:
@@ -83,10 +89,15 @@ class CachedStore(KeyValueStore[K, V], Generic[K, V]):
         cache[key] = value
         cache.move_to_end(key)
         if len(cache) > self.cache_size:
-            oldest = next(iter(cache))
-            if oldest in self._dirty:
-                self._write_dirty()
-            del cache[oldest]
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop the least recently used entry, writing the dirty ones down first if it is one."""
+        cache = self._cache
+        oldest = next(iter(cache))
+        if oldest in self._dirty:
+            self._write_dirty()
+        del cache[oldest]
 
     def _write_dirty(self) -> None:
         if not self._dirty:
@@ -110,6 +121,16 @@ class CachedStore(KeyValueStore[K, V], Generic[K, V]):
                 cache.pop(key, None)
             else:
                 insert(key, value)
+
+    def delete_all(self, keys: Iterable[K]) -> None:
+        """Delete every key through as one batch (after the dirty ones); the keys leave the
+        cache (see :meth:`put_all`)."""
+        keys = list(keys)
+        self._write_dirty()
+        self.inner.put_all([(key, None) for key in keys])
+        pop = self._cache.pop
+        for key in keys:
+            pop(key, None)
 
     def delete(self, key: K) -> None:
         """Cache the deletion (written down as a delete later)."""
