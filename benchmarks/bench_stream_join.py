@@ -11,7 +11,9 @@ twice:
    events/s; latency of a joined record = its append time (the job's producer timestamp)
    minus the append time of the later of its impression and (first) click. p50/p99/max.
 
-The stores' changelogs are coalesced per commit (``--coalesce true``, samzapy's default).
+The stores' changelogs are coalesced per commit (``--coalesce true``, samzapy's default);
+``--flush-at-head true|false`` and ``--local-checkpoint-ms N`` override the job config's
+``stores.<store>.flush.at.head`` and ``stores.<store>.local.checkpoint.ms`` (A/B runs).
 
     python -m benchmarks.bench_stream_join --impressions 200000 --rate 2000 --seconds 20
     python -m benchmarks.bench_stream_join --size small --commit-ms 5000 --fetch-wait-ms 10
@@ -54,7 +56,7 @@ def write_config(
     coalesce: str,
     commit_ms: int = 0,
     fetch_wait_ms: int = 0,
-    local_checkpoint_ms: int = 0,
+    local_checkpoint_ms: int = -1,
     flush_at_head: str = "",
 ) -> Path:
     props = dict(load_config(CONFIG))
@@ -67,7 +69,7 @@ def write_config(
             props[key] = f"{value}-{tag}"
             props[f"{key}.coalesce"] = coalesce
             store = key.removesuffix(".changelog")
-            if local_checkpoint_ms > 0:  # else the config's (or every commit)
+            if local_checkpoint_ms >= 0:  # else the config's (0: at every commit)
                 props[store + ".local.checkpoint.ms"] = str(local_checkpoint_ms)
             if flush_at_head:  # else the config's (or false)
                 props[store + ".flush.at.head"] = flush_at_head
@@ -102,7 +104,8 @@ def read_all(servers: str, topic: str) -> list:
         consumer.close()
 
 
-def throughput(tmp: str, servers: str, impressions: int, coalesce: str, result: Result) -> None:
+def throughput(tmp: str, servers: str, args: argparse.Namespace, result: Result) -> None:
+    impressions = args.impressions
     imps, clicks = ads(
         AdSpec(impressions=impressions, orphan_clicks=impressions // 100, span_ms=4 * 3_600_000)
     )
@@ -110,7 +113,14 @@ def throughput(tmp: str, servers: str, impressions: int, coalesce: str, result: 
     produce_json(servers, "clk-tp", PARTITIONS, clicks)
     for topic in ("imp-tp", "clk-tp"):
         produce_end_of_stream(servers, topic)
-    config = write_config(tmp, servers, "tp", coalesce)
+    config = write_config(
+        tmp,
+        servers,
+        "tp",
+        args.coalesce,
+        local_checkpoint_ms=args.local_checkpoint_ms,
+        flush_at_head=args.flush_at_head,
+    )
     run = run_child([sys.executable, "-m", "samzapy", "run", str(config), "--exit-at-end"])
     events = len(imps) + len(clicks)
     joined = len(read_all(servers, "joined-tp"))
@@ -216,7 +226,7 @@ def main() -> None:
         coalesce="true",
         commit_ms=0,
         fetch_wait_ms=0,
-        local_checkpoint_ms=0,
+        local_checkpoint_ms=-1,
         trace="",
         latency_only=0,
         flush_at_head="",
@@ -228,14 +238,14 @@ def main() -> None:
             servers = info.bootstrap_servers
             result.note(f"join: stores.<store>.changelog.coalesce={args.coalesce}")
             if not args.latency_only:
-                throughput(tmp, servers, args.impressions, args.coalesce, result)
+                throughput(tmp, servers, args, result)
             commit = f"task.commit.ms={args.commit_ms}" if args.commit_ms else "the config's task.commit.ms"
             wait = (
                 f"fetch.max.wait.ms={args.fetch_wait_ms}" if args.fetch_wait_ms else "the default fetch wait"
             )
             local = (
                 f"stores.<store>.local.checkpoint.ms={args.local_checkpoint_ms}"
-                if args.local_checkpoint_ms
+                if args.local_checkpoint_ms >= 0
                 else "the config's local.checkpoint.ms"
             )
             head = f"flush.at.head={args.flush_at_head or 'as configured'}"

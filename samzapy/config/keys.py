@@ -687,7 +687,8 @@ KEYS: tuple[KeySpec, ...] = (
         "0",
         "Take the store's local checkpoint (RocksDB hard links, where a restore starts) at most "
         "this often, and always at the final commit; 0: at every commit. Larger values make "
-        "commits cheaper; a restore after a crash then replays up to that much more changelog.",
+        "commits cheaper (the stores' checkpoints are spread over commits, a few per commit); a "
+        "restore after a crash then replays up to that much more changelog.",
         _STORE,
     ),
     _key(
