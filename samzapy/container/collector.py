@@ -50,6 +50,9 @@ class TaskCollector:
         self._origin: int | str = 0
         self._sequence = 0
         self.sent = 0
+        # The last stream sent to and what it resolved to: a task mostly sends to one stream,
+        # and resolving hashes the stream (a frozen dataclass) on every send.
+        self._last: tuple[object, tuple[Any, Any, int]] | None = None
 
     def begin(self, stream: str, origin: int | str) -> None:
         """Start numbering the outputs caused by the input at offset ``origin`` of ``stream``
@@ -62,7 +65,13 @@ class TaskCollector:
         """Serialise and queue ``envelope`` (see class docstring for its id)."""
         stream = envelope.system_stream
         assert isinstance(stream, SystemStream)
-        key_serde, msg_serde, partitions = self._outputs.resolve(stream)
+        last = self._last
+        if last is not None and last[0] is stream:
+            key_serde, msg_serde, partitions = last[1]
+        else:
+            resolved = self._outputs.resolve(stream)
+            self._last = (stream, resolved)
+            key_serde, msg_serde, partitions = resolved
         key = _encode(key_serde, envelope.key, stream, "key")
         value = None if envelope.message is None else _encode(msg_serde, envelope.message, stream, "message")
         partition = envelope.partition

@@ -144,6 +144,9 @@ class TaskInstance:
         counters = self._write_counters()
         started = time.perf_counter_ns()
         index, end = start, len(records)
+        # The offset after the last record handled, stored once per batch (a dict store per
+        # message hashed the frozen SystemStreamPartition each time).
+        next_offset = None
         try:
             while index < end:
                 record = records[index]
@@ -157,7 +160,7 @@ class TaskInstance:
                         message = message_of(message)
                 except Exception as exc:
                     self._fail(ssp, record, exc, "could not deserialise", deserialising=True)
-                    offsets[ssp] = offset + 1
+                    next_offset = offset + 1
                     continue
                 envelope = envelope_of(
                     ssp,
@@ -175,10 +178,12 @@ class TaskInstance:
                 except Exception as exc:
                     traceless = sum(map(_VALUE, counters)) + collector.sent == writes_before
                     self._fail(ssp, record, exc, "process() raised", traceless=traceless)
-                offsets[ssp] = offset + 1
+                next_offset = offset + 1
                 if coordinator.commit_requested or coordinator.shutdown_requested:
                     break
         finally:
+            if next_offset is not None:
+                offsets[ssp] = next_offset
             self._processed.inc(index - start)
             self._process_ns.inc(time.perf_counter_ns() - started)
         return index
