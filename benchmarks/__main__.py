@@ -31,6 +31,7 @@ BENCHMARKS = {
     "spark_restore": "benchmarks.bench_spark_restore",
     "stream_join": "benchmarks.bench_stream_join",
     "state_memory": "benchmarks.bench_state_memory",
+    "larger_than_ram": "benchmarks.bench_larger_than_ram",
     "replay": "benchmarks.bench_replay",
 }
 

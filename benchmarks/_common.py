@@ -108,17 +108,25 @@ def run_child(
     timeout_s: float | None = None,
     **kwargs: Any,
 ) -> Run:
-    """Run ``command`` to its end; the peak RSS comes from ``wait4`` on it (its own children
-    included, the largest one counting), the ready time from the first stderr line that
-    contains ``ready_marker``. Raises SystemExit with its error lines when it fails or is
-    killed after ``timeout_s``."""
+    """Run ``command`` to its end; the peak RSS is its own (:class:`_PeakRss`; not its
+    children's), the ready time from the first stderr line that contains ``ready_marker``.
+    Raises SystemExit with its error lines when it fails or is killed after ``timeout_s``."""
     started = time.perf_counter()
     ready = None
     errors: list[str] = []
     with tempfile.TemporaryFile("w+") as out:
         process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=out, text=True, cwd=ROOT, **kwargs)
         assert process.stderr is not None
-        killer = threading.Timer(timeout_s, process.kill) if timeout_s else None
+        peak = _PeakRss(process.pid)
+        watcher = threading.Thread(target=peak.watch, daemon=True)
+        watcher.start()
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            process.kill()
+
+        killer = threading.Timer(timeout_s, kill) if timeout_s else None
         if killer:
             killer.start()
         for line in process.stderr:
@@ -126,7 +134,8 @@ def run_child(
                 ready = time.perf_counter() - started
             if "ERROR" in line or "Error" in line or "Traceback" in line:
                 errors.append(line)
-        _, status, usage = os.wait4(process.pid, 0)
+        _, status, _usage = os.wait4(process.pid, 0)
+        watcher.join()
         if killer:
             killer.cancel()
         out.seek(0)
@@ -135,12 +144,47 @@ def run_child(
     total = time.perf_counter() - started
     if process.returncode != 0:
         sys.stderr.write("".join(errors[-20:]))
-        what = f"killed after {timeout_s:.0f} s" if process.returncode == -9 else "failed"
+        if timed_out.is_set():
+            what = f"killed after {timeout_s:.0f} s"
+        elif process.returncode == -9:
+            what = "killed by SIGKILL (the kernel's OOM killer, if a memory limit applies)"
+        else:
+            what = "failed"
         last = errors[-1].strip() if errors else "no error line"
         program = Path(command[1]).name if len(command) > 1 else command[0]
         msg = f"{program} {what} (exit code {process.returncode}): {last}"
         raise SystemExit(msg)
-    return Run(ready or 0.0, total, usage.ru_maxrss / 1024, stdout)
+    return Run(ready or 0.0, total, peak.mb, stdout)
+
+
+class _PeakRss:
+    """The peak RSS of one process (``VmHWM``, read every 50 ms until it exits).
+
+    Not ``wait4``'s ``ru_maxrss``: Linux keeps the high-water mark of the memory a process had
+    before ``exec``, which for a forked child is its parent's, so a benchmark script that had
+    produced a large topic made its job look as large (a ``python -c pass`` child of a
+    500 MB parent reports 511 MB)."""
+
+    def __init__(self, pid: int) -> None:
+        self.status = Path(f"/proc/{pid}/status")
+        self.kb = 0
+
+    def watch(self) -> None:
+        while True:
+            try:
+                text = self.status.read_text()
+            except OSError:  # exited (and reaped)
+                return
+            for line in text.splitlines():
+                if line.startswith("VmHWM:"):
+                    self.kb = max(self.kb, int(line.split()[1]))
+            if "State:\tZ" in text:  # exited, not yet reaped: VmHWM is gone from now on
+                return
+            time.sleep(0.05)
+
+    @property
+    def mb(self) -> float:
+        return self.kb / 1024
 
 
 def samzapy_run(config: Path, *extra: str) -> list[str]:

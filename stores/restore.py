@@ -41,8 +41,10 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two progress lines of a long restore.
 PROGRESS_EVERY_S = 5.0
-#: Records per WriteBatch during replay (fetched batches are merged up to this size).
+#: Records per WriteBatch during replay (fetched batches are merged up to this size), and the
+#: bytes (keys + values) that end a WriteBatch sooner, so large values do not make it large.
 REPLAY_BATCH = 50_000
+REPLAY_BATCH_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -93,15 +95,21 @@ def _record_size(record: ConsumerRecord) -> int:
     return max(record.serialized_key_size, 0) + max(record.serialized_value_size, 0)
 
 
-def _merged(batches: Iterable[list[ConsumerRecord]], size: int) -> Iterator[list[ConsumerRecord]]:
+def _merged(
+    batches: Iterable[list[ConsumerRecord]], size: int, max_bytes: int = REPLAY_BATCH_BYTES
+) -> Iterator[tuple[list[ConsumerRecord], int]]:
+    """Fetched batches merged into (records, their bytes) of up to ``size`` records or
+    ``max_bytes`` bytes (the batch that crosses a bound is included)."""
     pending: list[ConsumerRecord] = []
+    pending_bytes = 0
     for batch in batches:
         pending.extend(batch)
-        if len(pending) >= size:
-            yield pending
-            pending = []
+        pending_bytes += sum(map(_record_size, batch))
+        if len(pending) >= size or pending_bytes >= max_bytes:
+            yield pending, pending_bytes
+            pending, pending_bytes = [], 0
     if pending:
-        yield pending
+        yield pending, pending_bytes
 
 
 def choose_base(raw: Any, checkpoints: LocalCheckpoints | None, k: int | None, end: int) -> int | None:
@@ -136,9 +144,9 @@ def choose_base(raw: Any, checkpoints: LocalCheckpoints | None, k: int | None, e
 def replay(raw: Any, changelog: Any, start: int, k: int) -> tuple[int, int]:
     """Step 2: write changelog records ``start..k`` into ``raw``; (records, bytes)."""
     progress = _Progress(f"restore of {changelog}", k + 1 - start)
-    for batch in _merged(changelog.read(start, k + 1), REPLAY_BATCH):
+    for batch, size in _merged(changelog.read(start, k + 1), REPLAY_BATCH):
         raw.put_all([(r.key, r.value) for r in batch if r.key is not None])
-        progress.add(len(batch), sum(map(_record_size, batch)))
+        progress.add(len(batch), size)
         crash_point("during-restore")
     if progress.records:
         log.info("%s", progress.line(time.monotonic()))
