@@ -10,8 +10,10 @@ write buffer (``--block-cache-mb``, ``--write-buffer-mb``), the producer buffer,
 coalescing's pending-key cap, the window operator's emit batch.
 
 What it shows: whether the job's peak RSS is bounded by that configuration or grows with
-the state. Rows: peak RSS (``wait4``), processing rate and windows emitted per run, and the
-RSS ratio of the two runs.
+the state, and why the rate changes. Rows: peak RSS, processing rate, windows emitted and the
+job's CPU time per run, the RSS ratio of the two runs, and the CPU split into a cost per view
+and a cost per window (the two runs have the same views and differ in windows: solving
+``cpu = views * a + windows * b`` for both gives ``a`` and ``b``; start-up is in ``a``).
 
     python -m benchmarks.bench_state_memory --size full      # 100k vs 1M keys, 1M views
     python -m benchmarks.bench_state_memory --users 20000 --block-cache-mb 100 --write-buffer-mb 32
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -60,8 +63,9 @@ def count_records(servers: str, topic: str) -> int:
 
 def run_counter(
     tmp: Path, servers: str, views: int, users: int, args: argparse.Namespace, result: Result
-) -> float:
-    """Count ``views`` views over ``users`` keys; add the run's rows; return its peak RSS."""
+) -> tuple[float, float, int]:
+    """Count ``views`` views over ``users`` keys; add the run's rows; return its peak RSS,
+    CPU seconds and windows."""
     tag = f"u{users}"
     topic = f"views-{tag}"
     started = time.perf_counter()
@@ -88,7 +92,10 @@ def run_counter(
     )
     config = write_properties(tmp / f"memory-{tag}.properties", props)
     metrics = tmp / f"metrics-{tag}.json"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the job, reaped by run_child
+    cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     snapshot = json.loads(metrics.read_text())
     processed = sum(
         g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
@@ -97,12 +104,27 @@ def run_counter(
     result.add(f"window count, {users:,} keys: peak RSS", run.rss_mb, "MB", rss_mb=run.rss_mb)
     result.add(f"window count, {users:,} keys: processing", processed / run.busy_s, "msg/s")
     result.add(f"window count, {users:,} keys: windows (state at the end)", windows, "windows")
+    result.add(f"window count, {users:,} keys: job CPU", cpu_s, "s")
     result.note(
         f"{users:,} keys: {processed:,} messages (produced in {produced_s:.1f} s), {windows:,} "
         f"windows; object cache {args.cache:,} entries, block cache {args.block_cache_mb} MB, "
         f"write buffer {args.write_buffer_mb} MB; peak RSS {run.rss_mb:.0f} MB"
     )
-    return run.rss_mb
+    return run.rss_mb, cpu_s, windows
+
+
+def add_cost_split(
+    result: Result, views: int, small: tuple[float, float, int], large: tuple[float, float, int]
+) -> None:
+    """The CPU per view and per window from two runs over the same views (module doc)."""
+    (_, cpu_small, windows_small), (_, cpu_large, windows_large) = small, large
+    if windows_large == windows_small:
+        result.note("same number of windows in both runs: no per-window cost")
+        return
+    per_window = (cpu_large - cpu_small) / (windows_large - windows_small)
+    per_view = (cpu_small - windows_small * per_window) / views
+    result.add("CPU per window (create, log, close, emit)", per_window * 1e6, "us")
+    result.add("CPU per view (besides its window's share)", per_view * 1e6, "us")
 
 
 def main() -> None:
@@ -123,7 +145,8 @@ def main() -> None:
             views = 10 * args.users
             small = run_counter(tmp, servers, views, args.users, args, result)
             large = run_counter(tmp, servers, views, 10 * args.users, args, result)
-            result.add("peak RSS, 10x keys / 1x keys", large / small, "x")
+            result.add("peak RSS, 10x keys / 1x keys", large[0] / small[0], "x")
+            add_cost_split(result, views, small, large)
         finally:
             dev_broker.stop(tmp / "broker")
     result.write(args.result)
