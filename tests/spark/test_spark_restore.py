@@ -159,6 +159,44 @@ def test_spark_restore_equals_sequential_restore_and_job_replays_only_the_tail(
         assert store_items(path) == final[partition]
 
 
+def test_in_memory_plan_and_sort_plan_build_the_same_stores(tmp_path, broker, spark, topic_name):
+    """The in-memory plan (a dict per partition, default for small partitions) and Spark's
+    external sort (``in_memory_max_records=0``) give the sequential restore's stores, the
+    same offsets and record counts, up to a checkpoint in the middle of the changelog."""
+    name = f"plans-{abs(hash(topic_name)) % 10**8}"
+    changelog = f"{name}-changelog"
+    with TopicAdmin(broker) as admin:
+        admin.ensure_topic(changelog, PARTITIONS, compact=True)
+    props = {
+        "job.name": name,
+        "task.class": "spark_tasks:IdleTask",
+        "task.inputs": f"kafka.{name}-in",
+        "systems.kafka.consumer.bootstrap.servers": broker,
+        "stores.counts.factory": "rocksdb",
+        "stores.counts.changelog": f"kafka.{changelog}",
+    }
+    config_path = write_config(tmp_path / "job.properties", props)
+    job = parse_job_config(load_config(config_path))
+    committed = produce_changes(broker, changelog, 6_000, seed=21)
+    write_checkpoints(broker, job.checkpoint_topic, "counts", committed)
+    base = tmp_path / "sequential"
+    expected = {p: sequential_restore(job, base, p, committed[p], broker) for p in range(PARTITIONS)}
+    produce_changes(broker, changelog, 1_000, seed=22)  # uncommitted: to_checkpoint leaves it out
+
+    stats = {
+        plan: restore_stores(config_path, tmp_path / plan, to_checkpoint=True, in_memory_max_records=limit)
+        for plan, limit in (("in-memory", 1_000_000), ("sort", 0))
+    }
+    for plan in stats:
+        assert {p.partition: p.offset for p in stats[plan].partitions} == committed, plan
+        assert stats[plan].records == sum(committed.values()) + PARTITIONS, plan
+    for partition in range(PARTITIONS):
+        assert expected[partition]
+        for plan in stats:
+            items = store_items(tmp_path / plan / "counts" / f"Partition_{partition}")
+            assert items == expected[partition], plan
+
+
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYSPARK_PYTHON"] = sys.executable
