@@ -27,6 +27,7 @@ configs from the input topic's and fails on the dev broker's empty DescribeConfi
 from __future__ import annotations
 
 import json
+import resource
 import shutil
 import tempfile
 import time
@@ -96,7 +97,10 @@ def run_samzapy(
     tag = "main" if main else f"coalesce-{coalesce}"
     config = samzapy_config(tmp, servers, coalesce, tag)
     metrics = tmp / f"metrics-{tag}.json"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the job, reaped by run_child
+    cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     snapshot = json.loads(metrics.read_text())
     processed = sum(
         g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
@@ -112,7 +116,8 @@ def run_samzapy(
     result.note(
         f"samzapy (changelog.coalesce={coalesce}): {processed:,} messages, {puts:,} store puts, "
         f"{logged:,} changelog records ({logged / max(processed, 1):.2f} per message), "
-        f"{outputs:,} window outputs; start-up {run.ready_s:.1f} s"
+        f"{outputs:,} window outputs; start-up {run.ready_s:.1f} s; job CPU {cpu_s:.2f} s "
+        f"({cpu_s / max(processed, 1) * 1e6:.1f} us per message, start-up included)"
     )
     return rate, config
 
