@@ -62,6 +62,23 @@ def store_items(path: Path) -> list[tuple[bytes, bytes]]:
         store.close()
 
 
+def idle_job(broker: str, name: str) -> tuple[str, dict[str, str]]:
+    """A job with an idle task and the RocksDB store ``counts``; its changelog and input topics
+    created. Returns (changelog topic, properties)."""
+    changelog = f"{name}-changelog"
+    with TopicAdmin(broker) as admin:
+        admin.ensure_topic(changelog, PARTITIONS, compact=True)
+        admin.ensure_topic(f"{name}-in", PARTITIONS)
+    return changelog, {
+        "job.name": name,
+        "task.class": "spark_tasks:IdleTask",
+        "task.inputs": f"kafka.{name}-in",
+        "systems.kafka.consumer.bootstrap.servers": broker,
+        "stores.counts.factory": "rocksdb",
+        "stores.counts.changelog": f"kafka.{changelog}",
+    }
+
+
 class _NoProducer:
     def acked_offset(self, topic: str, partition: int) -> None:
         return None
@@ -90,20 +107,8 @@ def sequential_restore(job, base_dir: Path, partition: int, offset: int, broker:
 def test_spark_restore_equals_sequential_restore_and_job_replays_only_the_tail(
     tmp_path, broker, spark, topic_name
 ):
-    name = f"bulk-{abs(hash(topic_name)) % 10**8}"
-    changelog = f"{name}-changelog"
-    with TopicAdmin(broker) as admin:
-        admin.ensure_topic(changelog, PARTITIONS, compact=True)
-        admin.ensure_topic(f"{name}-in", PARTITIONS)
-    props = {
-        "job.name": name,
-        "task.class": "spark_tasks:IdleTask",
-        "task.inputs": f"kafka.{name}-in",
-        "systems.kafka.consumer.bootstrap.servers": broker,
-        "stores.counts.factory": "rocksdb",
-        "stores.counts.changelog": f"kafka.{changelog}",
-        "job.logged.store.base.dir": str(tmp_path / "state"),
-    }
+    changelog, props = idle_job(broker, f"bulk-{abs(hash(topic_name)) % 10**8}")
+    props["job.logged.store.base.dir"] = str(tmp_path / "state")
     config_path = write_config(tmp_path / "job.properties", props)
     job = parse_job_config(load_config(config_path))
     k1 = produce_changes(broker, changelog, 20_000, seed=11)
@@ -163,18 +168,7 @@ def test_in_memory_plan_and_sort_plan_build_the_same_stores(tmp_path, broker, sp
     """The in-memory plan (a dict per partition, default for small partitions) and Spark's
     external sort (``in_memory_max_records=0``) give the sequential restore's stores, the
     same offsets and record counts, up to a checkpoint in the middle of the changelog."""
-    name = f"plans-{abs(hash(topic_name)) % 10**8}"
-    changelog = f"{name}-changelog"
-    with TopicAdmin(broker) as admin:
-        admin.ensure_topic(changelog, PARTITIONS, compact=True)
-    props = {
-        "job.name": name,
-        "task.class": "spark_tasks:IdleTask",
-        "task.inputs": f"kafka.{name}-in",
-        "systems.kafka.consumer.bootstrap.servers": broker,
-        "stores.counts.factory": "rocksdb",
-        "stores.counts.changelog": f"kafka.{changelog}",
-    }
+    changelog, props = idle_job(broker, f"plans-{abs(hash(topic_name)) % 10**8}")
     config_path = write_config(tmp_path / "job.properties", props)
     job = parse_job_config(load_config(config_path))
     committed = produce_changes(broker, changelog, 6_000, seed=21)
