@@ -7,7 +7,6 @@ cycle: restore before the first message, flush and checkpoint at every commit, c
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from time import perf_counter_ns
@@ -51,7 +50,6 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         raw: KeyValueStore[bytes, bytes],
         changelog: Any = None,
         metrics: MetricsGroup | None = None,
-        checkpoint_every_ms: int = 0,
     ) -> None:
         self.name = name
         self.partition = partition
@@ -67,8 +65,6 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         self._alls, self._all_ns = counter("alls"), counter("all-ns")
         self._flushes, self._flush_ns = counter("flushes"), counter("flush-ns")
         self._checkpoints = self._local_checkpoints()
-        self._checkpoint_every_s = checkpoint_every_ms / 1000
-        self._last_checkpoint_at = float("-inf")
         self._local_checkpoint_count = counter("local-checkpoints")
 
     def _local_checkpoints(self) -> LocalCheckpoints | None:
@@ -194,24 +190,18 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         offset = getattr(self.changelog, "offset", None)
         return offset() if offset is not None else None
 
-    def checkpoint(self, changelog_offset: int | None, *, force: bool = True) -> None:
+    def checkpoint(self, changelog_offset: int | None) -> None:
         """Take a local checkpoint of a logged RocksDB store at ``changelog_offset``.
 
-        Called at commit after the producer flush. Keeps the newest few; a no-op for
+        Called at commit after the producer flush, for the stores the commit's schedule
+        chooses (``samzapy.container.checkpoint_schedule``). Keeps the newest few; a no-op for
         in-memory or unlogged stores, for ``None``, and when that offset is checkpointed
-        already. Without ``force`` (a routine commit), skipped when the last one is younger
-        than ``stores.S.local.checkpoint.ms``: a restore starts from any checkpoint at or
-        below the committed offset and replays the rest of the changelog, so an older one only
-        costs replay time.
+        already.
         """
         if self._checkpoints is None or changelog_offset is None:
             return
-        now = time.monotonic()
-        if not force and now - self._last_checkpoint_at < self._checkpoint_every_s:
-            return
         if self._checkpoints.create(self.raw, changelog_offset) is not None:
             self._local_checkpoint_count.inc()
-        self._last_checkpoint_at = now
 
     def close(self) -> None:
         """Flush and close every layer and the engine."""

@@ -137,5 +137,4 @@ def build_store(
         raw=raw,
         changelog=changelog,
         metrics=metrics,
-        checkpoint_every_ms=config.local_checkpoint_ms,
     )

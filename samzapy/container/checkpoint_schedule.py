@@ -53,7 +53,7 @@ class LocalCheckpointSchedule:
         tasks = list(tasks)
         offsets = {t.task_name: {name: s.changelog_offset() for name, s in t.stores.items()} for t in tasks}
         for task, name in self.choose(tasks, final=final, now=now):
-            task.stores[name].checkpoint(offsets[task.task_name][name], force=True)
+            task.stores[name].checkpoint(offsets[task.task_name][name])
         return offsets
 
     def choose(self, tasks: list[Any], *, final: bool, now: float) -> list[tuple[Any, str]]:

@@ -233,16 +233,6 @@ class TaskInstance:
         for store in self.stores.values():
             store.flush()
 
-    def checkpoint_stores(self, final: bool = True) -> dict[str, int | None]:
-        """After the producer flush: take local store checkpoints (a routine commit, not
-        ``final``, at most every ``stores.S.local.checkpoint.ms``); return changelog offsets."""
-        offsets: dict[str, int | None] = {}
-        for name, store in self.stores.items():
-            offset = store.changelog_offset()
-            store.checkpoint(offset, force=final)
-            offsets[name] = offset
-        return offsets
-
     def close(self) -> None:
         """Close the task (if closable) and its stores."""
         try:

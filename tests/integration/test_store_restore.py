@@ -364,26 +364,19 @@ def test_untrusted_local_flag_forces_full_restore(harness: Harness) -> None:
     restored.close()
 
 
-def test_a_local_checkpoint_interval_skips_routine_checkpoints_and_restore_replays_from_the_older_one(
+def test_a_commit_without_a_local_checkpoint_restores_from_the_older_one(
     broker, changelog_topic, producer, tmp_path
 ):
-    h = Harness(
-        broker,
-        changelog_topic,
-        producer,
-        tmp_path / "state",
-        object_cache_size=0,
-        local_checkpoint_ms=3_600_000,
-    )
+    # stores.S.local.checkpoint.ms: commits between two local checkpoints take none.
+    h = Harness(broker, changelog_topic, producer, tmp_path / "state", object_cache_size=0)
     live = h.build()
     live.restore(None)
     random_writes(live, 300, seed=5)
-    first = h.commit(live)  # the first checkpoint of a run is always taken
+    first = h.commit(live)
     random_writes(live, 200, seed=6)
     live.flush()
     h.producer.flush()
-    second = live.changelog_offset()
-    live.checkpoint(second, force=False)  # a routine commit within the interval: no checkpoint
+    second = live.changelog_offset()  # committed, with no local checkpoint
     expected = digest(live)
     checkpoints = [c.offset for c in LocalCheckpoints(h.live_dir, h.topic, 1).newest_first()]
     assert checkpoints == [first]
@@ -394,6 +387,6 @@ def test_a_local_checkpoint_interval_skips_routine_checkpoints_and_restore_repla
     restored = h.restored(second)
     assert digest(restored) == expected
     assert h.metrics.snapshot()["restored-messages"] == second - first
-    restored.checkpoint(restored.changelog_offset(), force=True)  # a final commit always takes one
+    restored.checkpoint(restored.changelog_offset())
     assert [c.offset for c in LocalCheckpoints(h.live_dir, h.topic, 1).newest_first()] == [second, first]
     restored.close()

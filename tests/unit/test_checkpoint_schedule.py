@@ -12,13 +12,13 @@ class FakeStore:
 
     def __init__(self, offset: int | None) -> None:
         self.offset = offset
-        self.taken: list[tuple[int | None, bool]] = []
+        self.taken: list[int | None] = []
 
     def changelog_offset(self) -> int | None:
         return self.offset
 
-    def checkpoint(self, offset: int | None, *, force: bool = True) -> None:
-        self.taken.append((offset, force))
+    def checkpoint(self, offset: int | None) -> None:
+        self.taken.append(offset)
 
 
 class FakeTask:
@@ -97,7 +97,7 @@ def test_final_commit_checkpoints_every_store() -> None:
     reset(job)
     schedule.take(job, final=True, now=0.5)
     assert taken(job) == {(t.task_name, n) for t in job for n in ("a", "b")}
-    assert job[0].stores["a"].taken == [(0, True)]
+    assert job[0].stores["a"].taken == [0]
 
 
 def test_stores_of_a_dropped_task_are_forgotten_without_error() -> None:
