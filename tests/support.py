@@ -8,11 +8,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from kafka import TopicPartition
+from rocksdict import AccessType, Options, Rdict
 
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.producer import Producer
@@ -110,6 +111,52 @@ def consume_all(bootstrap: str, topic: str) -> list[Any]:
         return records
     finally:
         consumer.close()
+
+
+def read_store(
+    base: Path,
+    store: str,
+    key_decode: Callable[[bytes], Any] = bytes.decode,
+    value_decode: Callable[[bytes], Any] = bytes.decode,
+    partitions: Iterable[int] | None = None,
+) -> dict[Any, Any]:
+    """Every entry of a store on disk (``base/store/Partition_N``, opened read-only): of every
+    live partition, or of ``partitions`` (those that exist)."""
+    if partitions is None:
+        paths = [p for p in sorted((base / store).glob("Partition_*")) if not p.suffix]  # not .checkpoints
+    else:
+        paths = [base / store / f"Partition_{p}" for p in partitions]
+    entries = {}
+    for path in paths:
+        if not path.exists():
+            continue
+        db = Rdict(str(path), options=Options(raw_mode=True), access_type=AccessType.read_only())
+        try:
+            for key, value in db.items():
+                entries[key_decode(key)] = value_decode(value)
+        finally:
+            db.close()
+    return entries
+
+
+def decode_long(value: bytes) -> int:
+    """A ``long`` serde value (8 bytes, big-endian, signed)."""
+    return int.from_bytes(value, "big", signed=True)
+
+
+def read_counts(state: Path, partitions: Iterable[int] | None = None) -> dict[str, int]:
+    """The ``counts`` store (string keys, long values) of the tasks under ``state``."""
+    return read_store(state, "counts", bytes.decode, decode_long, partitions)
+
+
+def changelog_counts(bootstrap: str, topic: str) -> tuple[dict[str, int], int]:
+    """The last value per key of a ``counts`` changelog (tombstones remove keys), and how many
+    records it holds."""
+    state: dict[bytes, bytes | None] = {}
+    records = consume_all(bootstrap, topic)
+    for record in records:
+        state[record.key] = record.value
+    return {k.decode(): decode_long(v) for k, v in state.items() if v is not None}, len(records)
 
 
 def header(record: Any, name: str) -> bytes | None:

@@ -13,8 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from rocksdict import AccessType, Options, Rdict
-from support import consume_all, create_topic, job_env, produce, run_job, write_config
+from support import changelog_counts, create_topic, job_env, produce, read_counts, run_job, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -50,29 +49,6 @@ def produce_keyed(broker: str, topic: str, count: int, keys: int, seed: int) -> 
     return Counter(keyed)
 
 
-def read_counts(base: Path) -> dict[str, int]:
-    counts = {}
-    for part in sorted((base / "counts").glob("Partition_*")):
-        if part.suffix:  # Partition_N.checkpoints
-            continue
-        db = Rdict(str(part), options=Options(raw_mode=True), access_type=AccessType.read_only())
-        try:
-            counts.update({k.decode(): int.from_bytes(v, "big", signed=True) for k, v in db.items()})
-        finally:
-            db.close()
-    return counts
-
-
-def changelog_state(broker: str, topic: str) -> tuple[dict[str, int], int]:
-    """The last value per key of the changelog, and how many records it holds."""
-    state: dict[bytes, bytes | None] = {}
-    records = consume_all(broker, topic)
-    for record in records:
-        state[record.key] = record.value
-    values = {k.decode(): int.from_bytes(v, "big", signed=True) for k, v in state.items() if v is not None}
-    return values, len(records)
-
-
 @pytest.mark.crash
 @pytest.mark.parametrize(
     "crash_at",
@@ -92,7 +68,7 @@ def test_counts_are_exact_after_a_crash_with_a_coalesced_changelog(tmp_path, bro
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_counts(tmp_path / "state") == dict(expected)
-    state, _ = changelog_state(broker, f"{name}-counts-changelog")
+    state, _ = changelog_counts(broker, f"{name}-counts-changelog")
     assert state == dict(expected)
 
 
@@ -101,7 +77,7 @@ def test_a_coalesced_changelog_restores_the_same_store_with_fewer_records(tmp_pa
     expected = produce_keyed(broker, f"{name}-in", 20_000, 200, seed=11)
     config = write_config(tmp_path / "c.properties", properties(tmp_path, broker, name))
     assert run_job(config, "--exit-at-end").returncode == 0
-    state, records = changelog_state(broker, f"{name}-counts-changelog")
+    state, records = changelog_counts(broker, f"{name}-counts-changelog")
     assert state == dict(expected)
     # 20,000 updates of 200 keys: one record per changed key per commit, not per update
     assert records < 20_000 // 2

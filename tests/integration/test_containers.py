@@ -14,13 +14,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from rocksdict import AccessType, Options, Rdict
 from support import (
     consume_all,
     create_topic,
     kill9,
     metric_sum,
     produce,
+    read_counts,
     read_metrics,
     run_job,
     start_job,
@@ -61,20 +61,6 @@ def produce_keyed(broker: str, topic: str, count: int, keys: int, seed: int) -> 
     keyed = [f"key-{rng.randrange(keys)}" for _ in range(count)]
     produce(broker, topic, ((k.encode(), f"m{i}".encode()) for i, k in enumerate(keyed)))
     return Counter(keyed)
-
-
-def read_counts(state: Path, partitions: range = range(PARTITIONS)) -> dict[str, int]:
-    counts = {}
-    for p in partitions:
-        path = state / "counts" / f"Partition_{p}"
-        if not path.exists():
-            continue
-        db = Rdict(str(path), options=Options(raw_mode=True), access_type=AccessType.read_only())
-        try:
-            counts.update({k.decode(): int.from_bytes(v, "big", signed=True) for k, v in db.items()})
-        finally:
-            db.close()
-    return counts
 
 
 def test_two_containers_then_one_after_a_kill_stay_exact(tmp_path, broker):

@@ -13,13 +13,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from rocksdict import AccessType, Options, Rdict
 from support import (
-    consume_all,
+    changelog_counts,
     create_topic,
     job_env,
     kill9,
     produce,
+    read_counts,
     run_job,
     start_job,
     wait_for,
@@ -61,29 +61,6 @@ def produce_keys(broker: str, topic: str, keys: list[str]) -> None:
     produce(broker, topic, ((k.encode(), b"m") for k in keys))
 
 
-def read_counts(base: Path) -> dict[str, int]:
-    counts = {}
-    for part in sorted((base / "counts").glob("Partition_*")):
-        if part.suffix:  # Partition_N.checkpoints
-            continue
-        db = Rdict(str(part), options=Options(raw_mode=True), access_type=AccessType.read_only())
-        try:
-            counts.update({k.decode(): int.from_bytes(v, "big", signed=True) for k, v in db.items()})
-        finally:
-            db.close()
-    return counts
-
-
-def changelog_state(broker: str, topic: str) -> tuple[dict[str, int], int]:
-    """The last value per key of the changelog, and how many records it holds."""
-    state: dict[bytes, bytes | None] = {}
-    records = consume_all(broker, topic)
-    for record in records:
-        state[record.key] = record.value
-    values = {k.decode(): int.from_bytes(v, "big", signed=True) for k, v in state.items() if v is not None}
-    return values, len(records)
-
-
 @pytest.mark.crash
 def test_counts_are_exact_after_a_crash_in_a_flush_between_commits(tmp_path, broker):
     name = "head-flush-crash"
@@ -113,7 +90,7 @@ def test_counts_are_exact_after_a_crash_in_a_flush_between_commits(tmp_path, bro
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_counts(tmp_path / "state") == dict(Counter(keys))
-    state, _ = changelog_state(broker, f"{name}-counts-changelog")
+    state, _ = changelog_counts(broker, f"{name}-counts-changelog")
     assert state == dict(Counter(keys))
 
 
@@ -127,7 +104,7 @@ def test_the_changelog_is_sent_between_commits_at_the_head_and_restores_exactly(
         produce_keys(broker, f"{name}-in", keys)
         # all of it reaches the changelog long before the first commit (2 minutes away)
         wait_for(
-            lambda: changelog_state(broker, f"{name}-counts-changelog")[0] == dict(Counter(keys)),
+            lambda: changelog_counts(broker, f"{name}-counts-changelog")[0] == dict(Counter(keys)),
             timeout=60,
             what="the counts in the changelog before any commit",
         )
@@ -138,7 +115,7 @@ def test_the_changelog_is_sent_between_commits_at_the_head_and_restores_exactly(
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_counts(tmp_path / "state") == dict(Counter(keys))
-    state, _ = changelog_state(broker, f"{name}-counts-changelog")
+    state, _ = changelog_counts(broker, f"{name}-counts-changelog")
     assert state == dict(Counter(keys))
 
 
@@ -152,7 +129,7 @@ def test_a_backlog_is_still_coalesced(tmp_path, broker):
     result = run_job(config, "--exit-at-end")
 
     assert result.returncode == 0, result.stderr[-3000:]
-    state, records = changelog_state(broker, f"{name}-counts-changelog")
+    state, records = changelog_counts(broker, f"{name}-counts-changelog")
     assert state == dict(Counter(keys))
     # full polls (behind) are not flushed: far fewer records than updates
     assert records < len(keys) // 4

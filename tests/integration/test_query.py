@@ -15,8 +15,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from rocksdict import AccessType, Options, Rdict
-from support import create_topic, kill9, produce, run_job, start_job, wait_for, write_config
+from rocksdict import Options, Rdict
+from support import create_topic, kill9, produce, read_counts, run_job, start_job, wait_for, write_config
 
 from samzapy.checkpoint import read_checkpoints
 from samzapy.kafka.broker import free_port
@@ -57,22 +57,6 @@ def produce_keyed(broker: str, topic: str, partitions: int, count: int, seed: in
     keyed = [f"key-{rng.randrange(KEYS):02d}" for _ in range(count)]
     produce(broker, topic, ((k.encode(), b"m") for k in keyed))
     return Counter(keyed)
-
-
-def read_counts(state: Path, partitions: int) -> dict[str, int]:
-    """The stores on disk, read after the job stopped."""
-    counts = {}
-    for p in range(partitions):
-        db = Rdict(
-            str(state / "counts" / f"Partition_{p}"),
-            options=Options(raw_mode=True),
-            access_type=AccessType.read_only(),
-        )
-        try:
-            counts.update({k.decode(): int.from_bytes(v, "big", signed=True) for k, v in db.items()})
-        finally:
-            db.close()
-    return counts
 
 
 def everything(client: StateClient) -> dict[str, int]:
@@ -126,7 +110,7 @@ def test_keys_and_ranges_of_a_running_job_match_its_store(tmp_path: Path, broker
     finally:
         if job.poll() is None:
             stop(job)
-    assert read_counts(state, 4) == answered == dict(final)
+    assert read_counts(state, range(4)) == answered == dict(final)
 
 
 def _answers(client: StateClient) -> bool:

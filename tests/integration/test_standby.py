@@ -13,13 +13,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from rocksdict import AccessType, Options, Rdict
 from support import (
     consume_all,
     create_topic,
     kill9,
     metric_sum,
     produce,
+    read_counts,
     read_metrics,
     run_job,
     start_job,
@@ -70,22 +70,6 @@ def produce_keyed(broker: str, topic: str, count: int, seed: int) -> Counter:
     keyed = [f"key-{rng.randrange(400)}" for _ in range(count)]
     produce(broker, topic, ((k.encode(), f"m{i}".encode()) for i, k in enumerate(keyed)))
     return Counter(keyed)
-
-
-def read_counts(state: Path) -> dict[str, int]:
-    """Every task's counts in the live stores under ``state``."""
-    counts = {}
-    for p in range(PARTITIONS):
-        db = Rdict(
-            str(state / "counts" / f"Partition_{p}"),
-            options=Options(raw_mode=True),
-            access_type=AccessType.read_only(),
-        )
-        try:
-            counts.update({k.decode(): int.from_bytes(v, "big", signed=True) for k, v in db.items()})
-        finally:
-            db.close()
-    return counts
 
 
 class Job:

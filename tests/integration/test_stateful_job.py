@@ -13,15 +13,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from rocksdict import AccessType, Options, Rdict
 from support import (
+    changelog_counts,
     consume_all,
     create_topic,
     job_env,
     kill9,
     metric_sum,
     produce,
+    read_counts,
     read_metrics,
+    read_store,
     run_job,
     start_job,
     write_config,
@@ -67,35 +69,6 @@ def produce_keyed(broker: str, topic: str, count: int, keys: int, seed: int) -> 
     keyed = [f"key-{rng.randrange(keys)}" for _ in range(count)]
     produce(broker, topic, ((k.encode(), f"m{i}".encode()) for i, k in enumerate(keyed)))
     return Counter(keyed)
-
-
-def read_store(base: Path, store: str, key_decode, value_decode) -> dict:
-    """Every entry of every partition of a store on disk, opened read-only."""
-    entries = {}
-    for part in sorted((base / store).glob("Partition_*")):
-        if part.suffix:  # Partition_N.checkpoints
-            continue
-        options = Options(raw_mode=True)
-        db = Rdict(str(part), options=options, access_type=AccessType.read_only())
-        try:
-            for key, value in db.items():
-                entries[key_decode(key)] = value_decode(value)
-        finally:
-            db.close()
-    return entries
-
-
-def read_counts(tmp_path: Path) -> dict[str, int]:
-    return read_store(
-        tmp_path / "state", "counts", bytes.decode, lambda v: int.from_bytes(v, "big", signed=True)
-    )
-
-
-def changelog_state(broker: str, topic: str) -> dict[str, int]:
-    state: dict[bytes, bytes | None] = {}
-    for record in consume_all(broker, topic):
-        state[record.key] = record.value
-    return {k.decode(): int.from_bytes(v, "big", signed=True) for k, v in state.items() if v is not None}
 
 
 def digest(entries: dict) -> str:
@@ -152,8 +125,8 @@ def test_counts_are_exact_after_repeated_kill9(tmp_path, broker):
     result = run_job(config, "--exit-at-end")
 
     assert result.returncode == 0, result.stderr[-3000:]
-    assert read_counts(tmp_path) == dict(expected)
-    assert changelog_state(broker, f"{name}-counts-changelog") == dict(expected)
+    assert read_counts(tmp_path / "state") == dict(expected)
+    assert changelog_counts(broker, f"{name}-counts-changelog")[0] == dict(expected)
 
 
 CRASH_CASES = [
@@ -179,7 +152,7 @@ def test_counts_are_exact_after_a_crash_at_a_named_point(tmp_path, broker, crash
     result = run_job(config, "--exit-at-end")
 
     assert result.returncode == 0, result.stderr[-3000:]
-    assert read_counts(tmp_path) == dict(expected)
+    assert read_counts(tmp_path / "state") == dict(expected)
 
 
 @pytest.mark.crash
@@ -205,7 +178,7 @@ def test_a_restore_killed_midway_is_repaired_by_the_next_one(tmp_path, broker, r
     result = run_job(config, "--exit-at-end")
 
     assert result.returncode == 0, result.stderr[-3000:]
-    assert read_counts(tmp_path) == dict(expected)
+    assert read_counts(tmp_path / "state") == dict(expected)
 
 
 @pytest.mark.crash
@@ -218,7 +191,7 @@ def test_live_restored_and_replayed_stores_are_identical_after_a_crash(tmp_path,
     assert run_job(config, env=job_env(SAMZAPY_CRASH_AT="after-changelog-send:2000")).returncode == -9
     assert run_job(config, "--exit-at-end").returncode == 0
 
-    live = read_counts(tmp_path)
+    live = read_counts(tmp_path / "state")
     # (b) restored from the changelog alone, into an empty directory, to the checkpoint
     job = parse_job_config(Config.from_dict(props))
     checkpoints = read_checkpoints(broker, job.checkpoint_topic)
@@ -273,7 +246,7 @@ def test_clean_restart_replays_only_the_changelog_tail(tmp_path, broker):
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert metric_sum(read_metrics(metrics), "store.counts", "restored-messages") == 0  # local store trusted
-    assert read_counts(tmp_path) == dict(first + second)
+    assert read_counts(tmp_path / "state") == dict(first + second)
     # without the local store, everything comes back from the changelog, and equals it
     shutil.rmtree(tmp_path / "state")
     produce_keyed(broker, f"{name}-in", 0, 1, seed=3)
@@ -281,7 +254,7 @@ def test_clean_restart_replays_only_the_changelog_tail(tmp_path, broker):
     assert result.returncode == 0, result.stderr[-3000:]
     changelog_records = len(consume_all(broker, f"{name}-counts-changelog"))
     assert metric_sum(read_metrics(metrics), "store.counts", "restored-messages") == changelog_records
-    assert read_counts(tmp_path) == dict(first + second)
+    assert read_counts(tmp_path / "state") == dict(first + second)
 
 
 def test_changelog_with_a_different_partition_count_fails_at_startup(tmp_path, broker):
