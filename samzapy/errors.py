@@ -39,3 +39,19 @@ class TaskError(SamzapyError):
 
 class BrokerError(SamzapyError):
     """The embedded development broker could not be started, found or stopped."""
+
+
+class StorageFailure(StoreError):
+    """A store's engine failed underneath the task: an IO error, corruption, a full or
+    read-only disk. It is never a message error: no skip or dead-letter policy swallows it;
+    the task stops and nothing after the last commit is committed.
+
+    Attributes:
+        store: the store's name, when known.
+        path: the store's directory or the file involved, when known.
+    """
+
+    def __init__(self, text: str, *, store: str | None = None, path: str | None = None) -> None:
+        super().__init__(text)
+        self.store = store
+        self.path = path
