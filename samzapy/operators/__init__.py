@@ -6,6 +6,7 @@ same stores continues exactly from the checkpointed state; every block is determ
 same inputs in the same order give the same outputs, byte for byte), so re-sent outputs carry
 the same ``samzapy.id``. Each block's store keys start with ``namespace`` and a tag of its own
 (``0x00`` and two letters: ``wm`` watermark, ``te``/``tp`` timers, ``wt``/``ww``/``we`` windows,
+``sb``/``sx``/``sw``/``se`` sliding windows, ``cn``/``cw`` count windows, ``ed`` early firing,
 ``ri``/``rg``/``rm`` registry, ``di``/``db``/``dm`` dedup, ``fk`` foreign-key subscriptions),
 so blocks of different kinds can share a store; two blocks of the same kind in one store need
 distinct namespaces, none a prefix of another. The table, stream-table and foreign-key joins
@@ -13,12 +14,15 @@ take table stores with any serdes.
 """
 
 from samzapy.operators.aggregators import Aggregator, count, max_of, min_of, reduce, sum_of
+from samzapy.operators.count_windows import CountAggregation, CountWindows
 from samzapy.operators.dedup import BloomFilter, Deduplicator
+from samzapy.operators.emission import EarlyFiring
 from samzapy.operators.fk_join import ForeignKeyLeft, ForeignKeyRight, LeftUpdate, Response, Subscription
 from samzapy.operators.ids import ID_HEADER, id_from_headers, id_header, join_id, output_id, window_id
 from samzapy.operators.joins import StreamTableJoin, TableChange, TableTableJoin
 from samzapy.operators.registry import JoinRegistry
 from samzapy.operators.repartition import Repartitioner, RepartitionError, RepartitionTask
+from samzapy.operators.sliding import SlidingAggregation, SlidingWindows
 from samzapy.operators.stream_join import JoinResult, StreamStreamJoin
 from samzapy.operators.timers import Timer, TimerService
 from samzapy.operators.watermark import Watermark
@@ -36,7 +40,10 @@ __all__ = [
     "Added",
     "Aggregator",
     "BloomFilter",
+    "CountAggregation",
+    "CountWindows",
     "Deduplicator",
+    "EarlyFiring",
     "ForeignKeyLeft",
     "ForeignKeyRight",
     "HoppingWindows",
@@ -48,6 +55,8 @@ __all__ = [
     "Repartitioner",
     "Response",
     "SessionWindows",
+    "SlidingAggregation",
+    "SlidingWindows",
     "StreamStreamJoin",
     "StreamTableJoin",
     "Subscription",

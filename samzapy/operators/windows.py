@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.aggregators import Aggregator
+from samzapy.operators.emission import EarlyFiring, early_id
 from samzapy.operators.ids import window_id
 from samzapy.operators.keys import (
     MIN_MS,
@@ -117,7 +118,10 @@ class WindowResult:
         id: for final results, :func:`samzapy.operators.ids.window_id` of (key, start, end),
             the same on every re-emission; ``None`` for updates (the collector then derives
             the id from the input offset, which is deterministic too).
-        final: False for ``emit="update"`` emissions.
+        final: False for ``emit="update"`` and early emissions.
+        late: True for an update or early emission of a window whose end the event-time
+            progress had already passed (the window was due, and is revised by a record
+            inside the allowed lateness); always False for final results.
     """
 
     key: bytes
@@ -126,6 +130,7 @@ class WindowResult:
     value: Any
     id: str | None
     final: bool = True
+    late: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +191,8 @@ class WindowedAggregation:
         *,
         allowed_lateness_ms: int = 0,
         emit: Literal["final", "update"] = "final",
+        early_fire_ms: int = 0,
+        watermark_lateness_ms: int = 0,
         namespace: bytes = b"",
         metrics: MetricsGroup | None = None,
     ) -> None:
@@ -201,6 +208,12 @@ class WindowedAggregation:
         self._watermark = watermark
         self._grace = allowed_lateness_ms
         self._updates = emit == "update"
+        # How far the watermark trails event-time progress: update and early emissions of a
+        # window whose end progress has passed are revisions inside the lateness (late=True).
+        self._behind = watermark_lateness_ms
+        self._early: EarlyFiring | None = None
+        if early_fire_ms:
+            self._early = EarlyFiring(store, early_fire_ms, self._read_window, namespace=namespace)
         self._wprefix = namespace + SESSION_TAG
         self._iprefix = namespace + SESSION_INDEX_TAG
         self._tprefix = namespace + FIXED_TAG
@@ -237,8 +250,7 @@ class WindowedAggregation:
             acc = self._update(escaped, start, start + size, value)
             if not self._updates:
                 return _ACCEPTED  # the common case: no allocation per event
-            update = WindowResult(key, start, start + size, self._agg.result(acc), None, final=False)
-            return Added([update], late=False)
+            return Added([self._revision(key, start, start + size, acc)], late=False)
         updates: list[WindowResult] = []
         accepted = dropped = 0
         for start, end in self._assigner.assign(event_time_ms):  # type: ignore[union-attr]
@@ -248,7 +260,7 @@ class WindowedAggregation:
             accepted += 1
             acc = self._update(escaped, start, end, value)
             if self._updates:
-                updates.append(WindowResult(key, start, end, self._agg.result(acc), None, final=False))
+                updates.append(self._revision(key, start, end, acc))
         return self._added(updates, late=accepted == 0, dropped=dropped)
 
     def _update(self, escaped: bytes, start: int, end: int, value: Any) -> Any:
@@ -262,7 +274,38 @@ class WindowedAggregation:
         old = store.get(wkey)
         acc = agg.create(value) if old is None else agg.add(agg.decode(old), value)
         store.put(wkey, agg.encode(acc))
+        if self._early is not None:
+            self._early.mark(wkey[len(self._tprefix) :])
         return acc
+
+    def _revision(self, key: bytes, start: int, end: int, acc: Any) -> WindowResult:
+        """A non-final emission of a window's current value (see ``late`` in WindowResult)."""
+        late = end <= self._watermark.current + self._behind
+        return WindowResult(key, start, end, self._agg.result(acc), None, final=False, late=late)
+
+    def fire_early(self, now_ms: int) -> list[WindowResult]:
+        """The changed open windows' current values every ``early_fire_ms`` of processing
+        time (:class:`~samzapy.operators.emission.EarlyFiring`); ``[]`` without it."""
+        return [] if self._early is None else self._early.fire(now_ms)
+
+    def _read_window(self, suffix: bytes) -> WindowResult | None:
+        """The early result of the window stored under its prefix + ``suffix``, if still open."""
+        if self._session:
+            stored = self._store.get(self._wprefix + suffix)
+            if stored is None:
+                return None
+            key, offset = unescape(suffix)
+            start, end, encoded = decode_ms(suffix, offset), decode_ms(stored), stored[8:]
+        else:
+            encoded = self._store.get(self._tprefix + suffix)
+            if encoded is None:
+                return None
+            key, start, end = decode_fixed_key(suffix, 0)
+        if end <= self.closed_before():
+            return None  # closed: its final result is (or will be) emitted by close_due
+        result = self._revision(key, start, end, self._agg.decode(encoded))
+        result.id = early_id(window_id(key, start, end), encoded, late=result.late)
+        return result
 
     def _added(self, updates: list[WindowResult], *, late: bool, dropped: int = 0) -> Added:
         if late:
@@ -299,9 +342,9 @@ class WindowedAggregation:
         puts = {self._wprefix + suffix: encode_ms(end) + self._agg.encode(acc), **index}
         writes = [(k, v) for k, v in writes if k not in puts] + list(puts.items())
         self._store.put_all(writes)
-        updates = []
-        if self._updates:
-            updates.append(WindowResult(key, start, end, self._agg.result(acc), None, final=False))
+        if self._early is not None:
+            self._early.mark(suffix)
+        updates = [self._revision(key, start, end, acc)] if self._updates else []
         return self._added(updates, late=False)
 
     def close_due(self, limit: int | None = None) -> list[WindowResult]:
