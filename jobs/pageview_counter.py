@@ -9,8 +9,17 @@ id (``w:<hex user>:<start>:<end>``) as ``samzapy.id``. Config:
 
 Application keys:
 
-* ``window.type`` — ``tumbling`` (default) or ``session``; ``window.size.ms`` (default one
-  hour) or ``window.gap.ms`` (sessions, default 30 minutes);
+* ``window.type`` — ``tumbling`` (default), ``hopping``, ``session``, ``sliding`` or
+  ``count``; ``window.size.ms`` (default one hour: the window size, or for ``sliding`` the
+  largest time difference between two views of a window), ``window.advance.ms`` (hopping,
+  default half the size), ``window.gap.ms`` (sessions, default 30 minutes),
+  ``window.count.size`` and ``window.count.step`` (count windows: views per window, and how
+  many views apart windows start; default: the size, i.e. tumbling);
+* ``window.emit`` — ``final`` (default: one record per window when it closes) or ``update``
+  (also a record on every change); ``window.early.fire.ms`` — also the changed windows'
+  current counts every that many ms of processing time (0: off). Non-final records carry
+  ``"final": false``, every record then carries ``window_id`` (to upsert by) and ``late``
+  (true for a revision of a window whose end its source's progress had passed);
 * ``window.allowed.lateness.ms`` — how far behind its source's progress a view may be and
   still count (default 0);
 * ``window.late.stream`` — where late views go (empty: dropped, but always counted in the
@@ -21,13 +30,15 @@ Application keys:
   task's own input streams;
 * ``window.store`` — default ``pageview-counts`` (bytes, with a changelog).
 
-A window is emitted once, when the watermark (the minimum over sources of their progress,
+A window is emitted (finally) once, when the watermark (the minimum over sources of their progress,
 minus the allowed lateness) passes its end, from ``window()`` or when a control record moves
-the watermark. ``end-of-stream`` from every source closes every window.
+the watermark. ``end-of-stream`` from every source closes every window. Count windows do not
+use the watermark: a window is emitted on its last view, and an incomplete one stays open.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
@@ -41,7 +52,18 @@ from samzapy.jobs.event_time import (
     late_bound,
     lineage_of,
 )
-from samzapy.operators import SessionWindows, TumblingWindows, WindowedAggregation, count
+from samzapy.operators import (
+    CountAggregation,
+    CountWindows,
+    HoppingWindows,
+    SessionWindows,
+    SlidingAggregation,
+    SlidingWindows,
+    TumblingWindows,
+    WindowedAggregation,
+    count,
+    window_id,
+)
 
 HOUR_MS = 3_600_000
 #: Closed windows emitted (and purged) per store scan.
@@ -55,20 +77,16 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         """Read the config; rebuild the operators over the (restored) store."""
         config = context.config
         store = context.get_store(config.get_str("window.store", "pageview-counts"))
-        kind = config.get_str("window.type", "tumbling")
-        if kind == "tumbling":
-            self.assigner: Any = TumblingWindows(config.get_int("window.size.ms", HOUR_MS))
-        elif kind == "session":
-            self.assigner = SessionWindows(config.get_int("window.gap.ms", HOUR_MS // 2))
-        else:
-            msg = f"window.type must be 'tumbling' or 'session', got {kind!r}"
-            raise ValueError(msg)
+        self.assigner: Any = _assigner(config)
         self.lateness = config.get_int("window.allowed.lateness.ms", 0)
         upstream = config.get_int("watermark.upstream.tasks", 0)
         sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(config)
         self.time = EventTime(store, sources, self.lateness)
-        self.windows = WindowedAggregation(
-            store, self.assigner, count(), self.time.watermark, namespace=b"cw", metrics=context.metrics
+        emit = config.get_str("window.emit", "final")
+        early = config.get_int("window.early.fire.ms", 0)
+        self.plain = emit == "final" and early == 0  # today's output records, unchanged
+        self.windows: Any = _operator(
+            store, self.assigner, self.time.watermark, emit, early, self.lateness, context
         )
         self.dedup = SequenceDedup(store)
         self.output = SystemStream.parse(config.get_str("window.output.stream", "kafka.pageview-counts"))
@@ -108,15 +126,28 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
             # upstream tasks' outputs interleave in this partition.
             bound = late_bound(lineage.progress, self.lateness)
             self.time.advance(lineage.source, max(lineage.progress, t))
-        if self._closed(t, bound) or self.windows.add(envelope.key.encode(), t, view).late:
+        if self._closed(t, bound):
             self._late(envelope, collector)
+            return
+        added = self.windows.add(envelope.key.encode(), t, view)
+        if added.late:
+            self._late(envelope, collector)
+        elif added.updates:
+            self._send_results(added.updates, collector)
 
     def _closed(self, t: int, bound: int) -> bool:
+        """Whether every window that could hold a view at ``t`` ends at or before ``bound``."""
         assigner = self.assigner
+        if isinstance(assigner, TumblingWindows):
+            # The end of t's tumbling window, without the assigner's list (once per view).
+            return t - (t - assigner.offset_ms) % assigner.size_ms + assigner.size_ms <= bound
         if isinstance(assigner, SessionWindows):
             return t + assigner.gap_ms <= bound
-        # The end of t's tumbling window, without the assigner's list (once per view).
-        return t - (t - assigner.offset_ms) % assigner.size_ms + assigner.size_ms <= bound
+        if isinstance(assigner, SlidingWindows):
+            return t + assigner.difference_ms + 1 <= bound
+        if isinstance(assigner, HoppingWindows):
+            return assigner.assign(t)[-1][1] <= bound
+        return False  # count windows: nothing is late
 
     def _late(self, envelope, collector) -> None:
         self.late.inc()
@@ -130,10 +161,14 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
             )
 
     def window(self, collector, coordinator) -> None:
-        """Emit the windows the watermark has passed."""
+        """Emit the windows the watermark has passed, and the early results when due."""
         self._emit_closed(collector)
+        if not self.plain:
+            self._send_results(self.windows.fire_early(int(time.time() * 1000)), collector)
 
     def _emit_closed(self, collector) -> None:
+        if isinstance(self.windows, CountAggregation):
+            return  # count windows close on their last view, in process()
         # In batches: the memory held while emitting stays bounded when a watermark move (or
         # end-of-stream) closes very many windows at once.
         while results := self.windows.close_due(limit=EMIT_BATCH):
@@ -142,16 +177,56 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
     def _send_results(self, results: list[Any], collector) -> None:
         for result in results:
             user = result.key.decode()
-            collector.send(
-                OutgoingMessageEnvelope(
-                    self.output,
-                    key=user,
-                    message={
-                        "user_id": user,
-                        "window_start": result.start,
-                        "window_end": result.end,
-                        "count": result.value,
-                    },
-                    id=result.id,
-                )
-            )
+            message = {
+                "user_id": user,
+                "window_start": result.start,
+                "window_end": result.end,
+                "count": result.value,
+            }
+            if not self.plain:
+                message["window_id"] = self._window_id(result)
+                message["final"] = result.final
+                message["late"] = result.late
+            collector.send(OutgoingMessageEnvelope(self.output, key=user, message=message, id=result.id))
+
+    @staticmethod
+    def _window_id(result: Any) -> str:
+        """The id downstream upserts by (a final result's own id)."""
+        if result.window is not None:
+            return result.window
+        return window_id(result.key, result.start, result.end)
+
+
+def _assigner(config: Any) -> Any:
+    """The window kind of ``window.type``."""
+    kind = config.get_str("window.type", "tumbling")
+    size = config.get_int("window.size.ms", HOUR_MS)
+    if kind == "tumbling":
+        return TumblingWindows(size)
+    if kind == "hopping":
+        return HoppingWindows(size, config.get_int("window.advance.ms", size // 2))
+    if kind == "session":
+        return SessionWindows(config.get_int("window.gap.ms", HOUR_MS // 2))
+    if kind == "sliding":
+        return SlidingWindows(size)
+    if kind == "count":
+        n = config.get_int("window.count.size", 100)
+        return CountWindows(n, config.get_int("window.count.step", n))
+    msg = f"window.type must be one of tumbling, hopping, session, sliding, count; got {kind!r}"
+    raise ValueError(msg)
+
+
+def _operator(store, assigner, watermark, emit: str, early: int, lateness: int, context) -> Any:
+    """The window operator for ``assigner`` over ``store`` (namespace ``cw``)."""
+    if isinstance(assigner, CountWindows):
+        return CountAggregation(store, assigner, count(), emit=emit, early_fire_ms=early, namespace=b"cw")
+    options = {
+        "emit": emit,
+        "early_fire_ms": early,
+        "watermark_lateness_ms": lateness,
+        "namespace": b"cw",
+        "metrics": context.metrics,
+    }
+    if isinstance(assigner, SlidingWindows):
+        return SlidingAggregation(store, assigner, count(), watermark, **options)
+    return WindowedAggregation(store, assigner, count(), watermark, **options)

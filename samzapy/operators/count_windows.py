@@ -121,14 +121,18 @@ class CountAggregation:
                 acc = agg.add(agg.decode(old[16:]), value)
             if n - number + 1 == self._size:
                 writes.append((wkey, None))
+                if self._early is not None:
+                    writes.append((self._early.marker(escaped + encode_u64(number)), None))
                 rid = count_window_id(key, number)
-                results.append(WindowResult(key, low, high + 1, agg.result(acc), rid))
+                results.append(WindowResult(key, low, high + 1, agg.result(acc), rid, window=rid))
                 continue
             writes.append((wkey, encode_ms(low) + encode_ms(high) + agg.encode(acc)))
             if self._early is not None:
                 self._early.mark(escaped + encode_u64(number))
             if self._updates:
-                results.append(WindowResult(key, low, high + 1, agg.result(acc), None, final=False))
+                update = WindowResult(key, low, high + 1, agg.result(acc), None, final=False)
+                update.window = count_window_id(key, number)
+                results.append(update)
         self._store.put_all(writes)
         return Added(results, late=False)
 
@@ -143,8 +147,10 @@ class CountAggregation:
         key, offset = unescape(suffix)
         number = decode_u64(suffix, offset)
         value = self._agg.result(self._agg.decode(stored[16:]))
-        rid = early_id(count_window_id(key, number), stored, late=False)
-        return WindowResult(key, decode_ms(stored), decode_ms(stored, 8) + 1, value, rid, final=False)
+        window = count_window_id(key, number)
+        rid = early_id(window, stored, late=False)
+        start, end = decode_ms(stored), decode_ms(stored, 8) + 1
+        return WindowResult(key, start, end, value, rid, final=False, window=window)
 
     def open_windows(self, key: bytes) -> list[WindowResult]:
         """The key's incomplete windows, oldest first (current values, ``final=False``)."""

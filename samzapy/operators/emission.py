@@ -81,6 +81,11 @@ class EarlyFiring:
         """``window_store_key`` changed."""
         self._store.put(self._prefix + window_store_key, b"")
 
+    def marker(self, window_store_key: bytes) -> bytes:
+        """The store key of ``window_store_key``'s marker: operators delete it with the window
+        (in the same batch), so that no marker outlives its window."""
+        return self._prefix + window_store_key
+
     def fire(self, now_ms: int) -> list[WindowResult]:
         """The changed windows' current values, when the interval has passed (see the class)."""
         if self._last is None:

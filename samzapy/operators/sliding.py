@@ -214,6 +214,8 @@ class SlidingAggregation:
             if stored is not None:
                 results.append(self._result(key, start, self._agg.decode(stored), final=True))
                 deletes.append(wkey)
+                if self._early is not None:
+                    deletes.append(self._early.marker(ikey[n + 8 :]))
         if deletes:
             self._store.delete_all(deletes)
         self._expire_buckets(bound)

@@ -122,6 +122,8 @@ class WindowResult:
         late: True for an update or early emission of a window whose end the event-time
             progress had already passed (the window was due, and is revised by a record
             inside the allowed lateness); always False for final results.
+        window: the window's id when it is not ``window_id(key, start, end)`` (count
+            windows), for non-final results too: what downstream upserts by.
     """
 
     key: bytes
@@ -131,6 +133,7 @@ class WindowResult:
     id: str | None
     final: bool = True
     late: bool = False
+    window: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +339,8 @@ class WindowedAggregation:
             acc = old_acc if acc is None else self._agg.merge(acc, old_acc)
             start, end = min(start, old_start), max(end, old_end)
             writes += [(wkey, None), (self._iprefix + stored[:8] + wkey[n:], None)]
+            if self._early is not None:
+                writes.append((self._early.marker(wkey[n:]), None))
         acc = self._agg.create(value) if acc is None else self._agg.add(acc, value)
         suffix = escaped + encode_ms(start)
         index = {self._iprefix + encode_ms(end) + suffix: b""}
@@ -394,7 +399,10 @@ class WindowedAggregation:
         for stored_key, stored in due:
             key, start, end = decode_fixed_key(stored_key, n)
             results.append(WindowResult(key, start, end, result(decode(stored)), window_id(key, start, end)))
-        self._store.delete_all([stored_key for stored_key, _ in due])
+        deletes = [stored_key for stored_key, _ in due]
+        if self._early is not None:
+            deletes += [self._early.marker(k[n:]) for k in deletes]
+        self._store.delete_all(deletes)
         return results
 
     def _close_sessions(self, limit: int | None) -> tuple[list[WindowResult], int]:
@@ -418,6 +426,8 @@ class WindowedAggregation:
             value = self._agg.result(self._agg.decode(stored[8:]))
             results.append(WindowResult(key, start, end, value, window_id(key, start, end)))
             deletes.append(wkey)
+            if self._early is not None:
+                deletes.append(self._early.marker(suffix))
         self._store.delete_all(deletes)
         return results, len(due)
 

@@ -177,8 +177,8 @@ def test_early_firing_emits_changed_windows_once_per_interval_with_stable_ids() 
     op.add(b"k", 30, 1)
     wm.advance_to(100)
     assert [(r.value, r.final) for r in op.close_due()] == [(3, True)]
-    assert op.fire_early(9000) == []  # the closed window is not fired early any more
-    assert [k for k, _ in store.all()] == [b"\x00wm"]
+    assert [k for k, _ in store.all()] == [b"\x00wm"]  # the marker went with its window
+    assert op.fire_early(9000) == []
 
 
 def test_early_ids_carry_the_same_bytes_in_a_run_that_fires_at_other_times() -> None:
@@ -199,14 +199,22 @@ def test_early_ids_carry_the_same_bytes_in_a_run_that_fires_at_other_times() -> 
 
 
 def test_sliding_and_count_early_firing() -> None:
-    _, wm, op = sliding(10, early=5)
+    store, wm, op = sliding(10, early=5)
     wm.observe(3)
     op.add(b"k", 3, 3)
     op.fire_early(0)
     assert [(r.start, r.end, r.value) for r in op.fire_early(5)] == [(-7, 4, 1)]
-    cop = CountAggregation(SortedDictStore(), CountWindows(3), count(), early_fire_ms=5)
+    op.add(b"k", 4, 4)
+    wm.advance_to(100)
+    assert len(op.close_due()) == 3
+    assert [k for k, _ in store.all()] == [b"\x00wm"]
+    cstore = SortedDictStore()
+    cop = CountAggregation(cstore, CountWindows(3), count(), early_fire_ms=5)
     cop.add(b"k", 3, 3)
     cop.fire_early(0)
     fired = cop.fire_early(5)
-    assert [(r.start, r.end, r.value, r.final) for r in fired] == [(3, 4, 1, False)]
+    assert [(r.start, r.end, r.value, r.final, r.window) for r in fired] == [(3, 4, 1, False, "cw:6b:0")]
     assert fired[0].id.startswith("cw:6b:0:e:")
+    cop.add(b"k", 1, 1)
+    assert [(r.start, r.end, r.final) for r in cop.add(b"k", 2, 2).updates] == [(1, 4, True)]
+    assert [k for k, _ in cstore.all()] == [b"\x00cnk\x00\x01"]  # only the key's record count
