@@ -1,0 +1,167 @@
+"""The window job's sliding and count windows and its update / early emission, on the real dev
+broker in subprocesses, exact against offline computations after 3 kill -9 rounds."""
+
+from __future__ import annotations
+
+import bisect
+import random
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import orjson
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # jobs_support, next to this file
+
+from jobs_support import Feeder, crash_rounds, dedup_by_id, job_config, outputs, run_to_end  # noqa: E402
+from support import create_topic  # noqa: E402
+
+from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json  # noqa: E402
+from samzapy.operators import window_id  # noqa: E402
+from samzapy.operators.count_windows import count_window_id  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4
+LATENESS = 600_000
+#: Disorder below the lateness: no view is late, so every kind's result is its definition's.
+SPEC = PageViewSpec(count=12_000, users=40, pages=30, seed=21, disorder_ms=300_000)
+SLIDING_MS = 60_000
+COUNT_SIZE, COUNT_STEP = 5, 2
+HOUR = 3_600_000
+
+
+def views(spec: PageViewSpec = SPEC) -> list[tuple[bytes, dict]]:
+    """The views keyed by user (the job's input is keyed by user: direct mode)."""
+    return [(v["user_id"].encode(), v) for _, v in pageviews(spec)]
+
+
+def by_user(records: list[tuple[bytes, dict]]) -> dict[str, list[int]]:
+    times: dict[str, list[int]] = defaultdict(list)
+    for _, view in records:
+        times[view["user_id"]].append(view["ts"])
+    return times
+
+
+def message(user: str, start: int, end: int, n: int) -> dict:
+    return {"user_id": user, "window_start": start, "window_end": end, "count": n}
+
+
+def expected_sliding(records: list[tuple[bytes, dict]], d: int) -> dict[str, dict]:
+    """Left window [t-d, t] of every view, right window [t+1, t+d+1] of every view with a later
+    one of its user within d+1; counts by bisection over the sorted times."""
+    out = {}
+    for user, ts in by_user(records).items():
+        ts.sort()
+        starts = {t - d for t in ts}
+        for t in ts:
+            j = bisect.bisect_right(ts, t)
+            if j < len(ts) and ts[j] <= t + d + 1:
+                starts.add(t + 1)
+        for s in starts:
+            n = bisect.bisect_right(ts, s + d) - bisect.bisect_left(ts, s)
+            out[window_id(user.encode(), s, s + d + 1)] = message(user, s, s + d + 1, n)
+    return out
+
+
+def expected_count(records: list[tuple[bytes, dict]], size: int, step: int) -> dict[str, dict]:
+    """Complete count windows of each user's views in production order."""
+    out = {}
+    for user, ts in by_user(records).items():
+        for first in range(0, len(ts) - size + 1, step):
+            chunk = ts[first : first + size]
+            out[count_window_id(user.encode(), first)] = message(user, min(chunk), max(chunk) + 1, size)
+    return out
+
+
+def expected_tumbling(records: list[tuple[bytes, dict]]) -> dict[str, dict]:
+    counts: dict[tuple[str, int], int] = defaultdict(int)
+    for _, view in records:
+        counts[(view["user_id"], view["ts"] - view["ts"] % HOUR)] += 1
+    return {window_id(u.encode(), s, s + HOUR): message(u, s, s + HOUR, n) for (u, s), n in counts.items()}
+
+
+CASES = {
+    "sliding": ({"window.type": "sliding", "window.size.ms": str(SLIDING_MS)}, "final"),
+    "count": (
+        {"window.type": "count", "window.count.size": str(COUNT_SIZE), "window.count.step": str(COUNT_STEP)},
+        "final",
+    ),
+    "update+early": ({"window.emit": "update", "window.early.fire.ms": "150"}, "update"),
+}
+
+
+def setup(tmp_path: Path, broker: str, case: str) -> tuple[Path, str]:
+    tag = f"win-{case.replace('+', '-')}"
+    topics = {n: f"{n}-{tag}" for n in ("by-user", "counts")}
+    create_topic(broker, topics["by-user"], PARTITIONS)
+    overrides, _ = CASES[case]
+    config = job_config(
+        tmp_path,
+        broker,
+        "pageview-counter.properties",
+        tag,
+        {
+            "task.inputs": f"kafka.{topics['by-user']}",
+            "window.output.stream": f"kafka.{topics['counts']}",
+            "window.late.stream": "",
+            "window.allowed.lateness.ms": str(LATENESS),
+            "watermark.upstream.tasks": "0",
+            **overrides,
+        },
+    )
+    return config, topics
+
+
+def check(case: str, records: list, broker: str, topics: dict, context: str) -> None:
+    """Finals exact against the offline computation; updates: each window's update counts are
+    1..n (each view once), early results never above the final count."""
+    unique = {rid: orjson.loads(r.value) for rid, r in dedup_by_id(outputs(broker, topics["counts"])).items()}
+    if case == "sliding":
+        assert unique == expected_sliding(records, SLIDING_MS), context
+        return
+    if case == "count":
+        assert unique == expected_count(records, COUNT_SIZE, COUNT_STEP), context
+        return
+    want = expected_tumbling(records)
+    finals = {rid: m for rid, m in unique.items() if m["final"]}
+    fields = ("user_id", "window_start", "window_end", "count")
+    stripped = {rid: {k: m[k] for k in fields} for rid, m in finals.items()}
+    assert stripped == want, context
+    assert all(m["window_id"] == rid and not m["late"] for rid, m in finals.items()), context
+    updates: dict[str, list[int]] = defaultdict(list)
+    early = 0
+    for rid, m in unique.items():
+        if m["final"]:
+            continue
+        assert m["count"] <= want[m["window_id"]]["count"], context
+        if ":e:" in rid or ":el:" in rid:
+            early += 1
+        else:
+            updates[m["window_id"]].append(m["count"])
+    assert {w: sorted(c) for w, c in updates.items()} == {
+        w: list(range(1, m["count"] + 1)) for w, m in want.items()
+    }, context
+    assert early > 0, "no early result was emitted"
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize("case", list(CASES))
+def test_window_kinds_and_modes_are_exact_after_kill9_rounds(tmp_path, broker, case):
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    config, topics = setup(tmp_path, broker, case)
+    records = views()
+    feeder = Feeder(
+        lambda chunk: produce_json(broker, topics["by-user"], PARTITIONS, chunk),
+        records,
+        chunks=10,
+        pause_s=0.8,
+        finish=lambda: produce_end_of_stream(broker, topics["by-user"]),
+    )
+    feeder.start()
+    delays = crash_rounds([config], broker, 3, rng, tmp_path / "jobs.log")
+    feeder.join_checked()
+    run_to_end(config)
+    check(case, records, broker, topics, f"{case}: seed {seed}, kill delays {delays}")
