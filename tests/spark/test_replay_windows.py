@@ -1,0 +1,91 @@
+"""Spark replay of the window job's sliding and count windows and update / early emission
+gives the streaming run's outputs (by samzapy.id, partition, key and bytes) and stores.
+
+Early results are emitted every ``window.early.fire.ms`` of processing time, which a replay
+does not reproduce: they (ids ``...:e:<digest>``) and the early-firing markers in the store
+(keys holding ``\\x00ed``) are left out of the comparison, everything else must be equal.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from support import create_topic
+from test_replay_patterns import diff, replayed, state_dir, stores, streamed
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))  # jobs_support
+
+from jobs_support import job_config, run_to_end  # noqa: E402
+
+from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json  # noqa: E402
+from samzapy.spark.replay import replay  # noqa: E402
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+PARTITIONS = 4
+CASES = {
+    "sliding": {"window.type": "sliding", "window.size.ms": "60000"},
+    "count": {"window.type": "count", "window.count.size": "5", "window.count.step": "2"},
+    "hopping-update": {"window.type": "hopping", "window.size.ms": "3600000", "window.emit": "update"},
+    "session-update-early": {
+        "window.type": "session",
+        "window.gap.ms": "120000",
+        "window.emit": "update",
+        "window.early.fire.ms": "50",
+    },
+}
+
+
+def _not_early(outputs: Counter) -> Counter:
+    return Counter({o: n for o, n in outputs.items() if ":e:" not in o[0] and ":el:" not in o[0]})
+
+
+def _without_markers(found: dict) -> dict:
+    return {k: [(key, v) for key, v in items if b"\x00ed" not in key] for k, items in found.items()}
+
+
+def test_replay_of_window_kinds_and_modes_gives_the_streaming_outputs_and_stores(
+    tmp_path, broker, spark, capsys
+):
+    spec = PageViewSpec(count=3_000, users=30, pages=10, seed=61, disorder_ms=200_000, late_fraction=0.02)
+    records = [(v["user_id"].encode(), v) for _, v in pageviews(spec)]
+    problems: list[str] = []
+    sizes = {}
+    for case, overrides in CASES.items():
+        topics = {n: f"{n}-rw-{case}" for n in ("by-user", "counts", "late")}
+        create_topic(broker, topics["by-user"], PARTITIONS)
+        produce_json(broker, topics["by-user"], PARTITIONS, records)
+        produce_end_of_stream(broker, topics["by-user"])
+        config = job_config(
+            tmp_path,
+            broker,
+            "pageview-counter.properties",
+            f"rw-{case}",
+            {
+                "task.inputs": f"kafka.{topics['by-user']}",
+                "window.output.stream": f"kafka.{topics['counts']}",
+                "window.late.stream": f"kafka.{topics['late']}",
+                "window.allowed.lateness.ms": "300000",
+                "watermark.upstream.tasks": "0",
+                **overrides,
+            },
+        )
+        run_to_end(config)
+        out = tmp_path / f"replay-{case}"
+        replay(config, output=str(out))
+        for topic in (topics["counts"], topics["late"]):
+            want, got = _not_early(streamed(broker, topic)), _not_early(replayed(out, topic))
+            if topic == topics["counts"]:
+                assert sum(want.values()) > 0, f"{case}: the streaming run wrote nothing"
+            problems += diff(f"{case} {topic}", want, got)
+        want_stores = _without_markers(stores(config, state_dir(config)))
+        problems += diff(f"{case} stores", want_stores, _without_markers(stores(config, out / "state")))
+        counts, late = streamed(broker, topics["counts"]), streamed(broker, topics["late"])
+        early = sum(counts.values()) - sum(_not_early(counts).values())
+        sizes[case] = {"outputs": sum(counts.values()), "early": early, "late": sum(late.values())}
+    with capsys.disabled():
+        print(f"\nwindow replays: {sizes}")
+    assert not problems, "\n".join(problems)
