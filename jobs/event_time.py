@@ -45,6 +45,9 @@ CONTROL_HEADER = "samzapy.control"
 LINEAGE_HEADER = "samzapy.lineage"
 END_OF_STREAM = b"end-of-stream"
 WATERMARK = b"watermark"
+#: A source says it is idle (issue 19): it sent nothing for its idle timeout, so it stops
+#: holding the watermark back until its next record.
+IDLE = b"idle"
 
 
 class EventTimeError(TaskError):
@@ -78,7 +81,7 @@ def control_of(envelope: IncomingMessageEnvelope) -> Control | None:
     body = envelope.message if isinstance(envelope.message, dict) else {}
     if kind == END_OF_STREAM:
         return Control(kind, body.get("source"), MAX_MS)
-    if kind == WATERMARK:
+    if kind in (WATERMARK, IDLE):
         return Control(kind, body.get("source"), int(body["watermark"]))
     msg = (
         f"unknown control record kind {kind!r} at {envelope.system_stream_partition} offset {envelope.offset}"
@@ -101,7 +104,7 @@ def end_of_stream_record(source: str | None = None) -> tuple[list[tuple[str, byt
 def control_message(kind: bytes, source: str, watermark: int) -> tuple[list[tuple[str, bytes]], dict]:
     """(headers, message) of a control record sent by a task, for its output serde."""
     body: dict[str, Any] = {"control": kind.decode(), "source": source}
-    if kind == WATERMARK:
+    if kind in (WATERMARK, IDLE):
         body["watermark"] = watermark
     return [(CONTROL_HEADER, kind)], body
 
@@ -157,12 +160,15 @@ class EventTime:
         * :attr:`watermark` is ``min(progress of each source) - allowed_lateness_ms`` (or
           ``MAX_MS`` once every source has ended), and never goes back — across restarts
           too, since both the progress values and the watermark live in ``store``.
-        * Before every source has made progress, the watermark stays at ``MIN_MS``: an idle
+        * Before every source has made progress, the watermark stays at ``MIN_MS``: a silent
           source holds it back (as in Flink without idleness detection); an end-of-stream
-          record releases it.
+          record releases it, and so does an ``idle`` control record (:meth:`idle`): an idle
+          source is left out of the minimum until its next record (Flink's source idleness).
+          The idle flags are kept in the store too, and they come from control records in
+          the input, so a replay of the same input takes the same decisions.
 
     Store keys: ``namespace + b"\\x00wm"`` (the watermark) and ``namespace + b":" + source +
-    b"\\x00wm"`` per source.
+    b"\\x00wm"`` per source; ``namespace + b":" + source + b"\\x00id"`` while it is idle.
     """
 
     def __init__(
@@ -183,6 +189,10 @@ class EventTime:
         self._progress = {s: Watermark(store, namespace=namespace + b":" + s.encode()) for s in sources}
         #: The task's watermark, to hand to windows, joins and timers.
         self.watermark = Watermark(store, namespace=namespace)
+        # --- idle sources (issue 19): flags in the store, mirrored here (read once at start).
+        self._store = store
+        self._idle_keys = {s: namespace + b":" + s.encode() + b"\x00id" for s in sources}
+        self._idle = {s for s, key in self._idle_keys.items() if store.get(key) is not None}
 
     @property
     def sources(self) -> list[str]:
@@ -194,10 +204,32 @@ class EventTime:
         return self._source(source).current
 
     def advance(self, source: str, time_ms: int) -> bool:
-        """Record that ``source`` has reached ``time_ms``; True when the watermark advanced."""
-        if not self._source(source).advance_to(time_ms):
+        """Record that ``source`` has reached ``time_ms`` (it is active again if it was idle);
+        True when the watermark advanced."""
+        resumed = source in self._idle and self._active(source)
+        if not self._source(source).advance_to(time_ms) and not resumed:
             return False
-        low = min(w.current for w in self._progress.values())
+        return self._recompute()
+
+    def idle(self, source: str) -> bool:
+        """``source`` is idle: leave it out of the minimum until its next record; True when
+        the watermark advanced."""
+        self._source(source)
+        if source not in self._idle:
+            self._idle.add(source)
+            self._store.put(self._idle_keys[source], b"1")
+        return self._recompute()
+
+    def _active(self, source: str) -> bool:
+        self._idle.discard(source)
+        self._store.delete(self._idle_keys[source])
+        return True
+
+    def _recompute(self) -> bool:
+        active = [w.current for s, w in self._progress.items() if s not in self._idle]
+        if not active:
+            return False  # every source idle: nothing says how far time has gone
+        low = min(active)
         if low == MIN_MS:
             return False
         return self.watermark.advance_to(late_bound(low, self.allowed_lateness_ms))

@@ -32,7 +32,9 @@ Application keys:
 
 A window is emitted (finally) once, when the watermark (the minimum over sources of their progress,
 minus the allowed lateness) passes its end, from ``window()`` or when a control record moves
-the watermark. ``end-of-stream`` from every source closes every window. Count windows do not
+the watermark. ``end-of-stream`` from every source closes every window. An ``idle`` control
+record (sent by the repartition stage after ``window.idle.timeout.ms`` without input) takes
+its source out of the watermark until the source's next record. Count windows do not
 use the watermark: a window is emitted on its last view, and an incomplete one stays open.
 """
 
@@ -44,6 +46,7 @@ from typing import Any
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
 from samzapy.jobs.event_time import (
     END_OF_STREAM,
+    IDLE,
     EventTime,
     SequenceDedup,
     StoredCounter,
@@ -104,11 +107,12 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         control = control_of(envelope)
         if control is not None:
             source = control.source if control.source is not None else envelope.stream
-            advanced = (
-                self.time.end(source)
-                if control.kind == END_OF_STREAM
-                else self.time.advance(source, control.watermark)
-            )
+            if control.kind == END_OF_STREAM:
+                advanced = self.time.end(source)
+            elif control.kind == IDLE:
+                advanced = self.time.idle(source)
+            else:
+                advanced = self.time.advance(source, control.watermark)
             if advanced:
                 self._emit_closed(collector)
             return

@@ -8,18 +8,24 @@ Besides re-keying, the stage carries event time across the shuffle (as Samza's i
 streams carry watermark control messages): every forwarded view has a ``samzapy.lineage``
 header (source partition, input offset, the source's progress before it), and every
 ``task.window.ms`` the task broadcasts its progress to every partition of the output as a
-``watermark`` control record; an ``end-of-stream`` record on its input is broadcast too. See
+``watermark`` control record; an ``end-of-stream`` record on its input is broadcast too.
+With ``window.idle.timeout.ms`` > 0, a task that has had no input for that long (processing
+time) broadcasts an ``idle`` control record once, so that downstream windows close without
+it; its next record makes it active again. The decision is in the intermediate stream, so a
+replay of the downstream stage takes it at the same point. See
 :mod:`samzapy.jobs.event_time` and ``docs/patterns/window-aggregation.md``.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
 from samzapy.jobs.event_time import (
     CONTROL_HEADER,
     END_OF_STREAM,
+    IDLE,
     LINEAGE_HEADER,
     WATERMARK,
     control_message,
@@ -64,9 +70,14 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
         self.source = str(context.partition)
         self.progress = Watermark(store, namespace=b"rp")
         self._announced = MIN_MS
+        self._idle_after_s = config.get_int("window.idle.timeout.ms", 0) / 1000
+        self._last_input = time.monotonic()
+        self._said_idle = False
 
     def process(self, envelope, collector, coordinator) -> None:
         """Forward a record with its lineage, or act on a control record."""
+        self._last_input = time.monotonic()
+        self._said_idle = False
         control = control_of(envelope)
         if control is not None:
             if self.progress.advance_to(control.watermark) or control.kind == END_OF_STREAM:
@@ -87,9 +98,14 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
         collector.send(OutgoingMessageEnvelope(self.output, key=key, message=message, headers=headers))
 
     def window(self, collector, coordinator) -> None:
-        """Broadcast the progress when it moved since the last broadcast."""
+        """Broadcast the progress when it moved since the last broadcast; say the task is
+        idle after ``window.idle.timeout.ms`` without input."""
         if self.progress.current > self._announced:
             self._announce(collector, WATERMARK)
+        idle_for = time.monotonic() - self._last_input
+        if self._idle_after_s > 0 and not self._said_idle and idle_for >= self._idle_after_s:
+            self._announce(collector, IDLE)
+            self._said_idle = True
 
     def _announce(self, collector, kind: bytes) -> None:
         progress = self.progress.current

@@ -6,14 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from samzapy.config import load_config
-from samzapy.jobs.event_time import end_of_stream_record
+from samzapy.jobs.event_time import (
+    CONTROL_HEADER,
+    IDLE,
+    control_message,
+    end_of_stream_record,
+    lineage_header,
+)
 from samzapy.jobs.pageview_counter import PageViewCounterTask
+from samzapy.jobs.pageview_repartition import PageViewRepartitionTask
 from samzapy.operators import window_id
+from samzapy.operators.keys import MIN_MS
 from samzapy.testing import TaskHarness
 
 CONFIG = Path(__file__).parents[2] / "config"
 EOS_HEADERS = end_of_stream_record()[0]
 INPUT = "kafka.pageviews-by-user"
+HOUR = 3_600_000
 
 
 def counter(*overrides: str) -> TaskHarness:
@@ -88,3 +97,71 @@ def test_early_firing_sends_current_counts_before_the_final_one(monkeypatch):
     assert [(m["window_id"], m["count"]) for m in early] == [(window_id(b"u1", 0, 100), 2)]
     h.send(INPUT, None, {"control": "end-of-stream"}, headers=EOS_HEADERS)
     assert [(m["count"], m["final"]) for m in records(h)] == [(2, False), (2, True)]
+
+
+# ------------------------------------------------------------------ idle sources
+def upstream_counter(base_dir=None) -> TaskHarness:  # type: ignore[no-untyped-def]
+    config = load_config(
+        CONFIG / "pageview-counter.properties",
+        ["watermark.upstream.tasks=2", "window.allowed.lateness.ms=0", "window.late.stream=kafka.late"],
+    )
+    return TaskHarness(PageViewCounterTask, config, base_dir=base_dir)
+
+
+def forwarded(h: TaskHarness, source: int, seq: int, progress: int, user: str, ts: int) -> None:
+    v = {"view_id": f"s{source}-{seq}", "user_id": user, "page": "/", "ts": ts}
+    h.send(INPUT, user, v, headers=[lineage_header(str(source), seq, progress)])
+
+
+def idle(h: TaskHarness, source: int, progress: int) -> None:
+    headers, body = control_message(IDLE, str(source), progress)
+    h.send(INPUT, None, body, headers=headers)
+
+
+def test_an_idle_source_stops_holding_the_watermark_back_until_its_next_record(tmp_path):
+    h = upstream_counter(tmp_path)
+    forwarded(h, 0, 0, MIN_MS, "u1", 10)
+    forwarded(h, 0, 1, 10, "u1", HOUR + 5)
+    h.window()
+    assert records(h) == []  # source 1 silent: the watermark stays at its start
+    idle(h, 1, MIN_MS)
+    assert [(m["window_start"], m["count"]) for m in records(h)] == [(0, 1)]
+    forwarded(h, 0, 2, HOUR + 5, "u1", 3 * HOUR)  # source 0 alone moves the watermark on
+    h.window()
+    assert [(m["window_start"], m["count"]) for m in records(h)] == [(0, 1), (HOUR, 1)]
+    h.commit()
+    for store in h.stores.values():
+        store.close()
+
+    again = upstream_counter(tmp_path)  # the idle flag is state: restored with the store
+    forwarded(again, 0, 3, 3 * HOUR, "u2", 4 * HOUR + 1)
+    again.window()
+    assert [(m["window_start"], m["count"]) for m in records(again)] == [(3 * HOUR, 1)]
+    # source 1 resumes: its view's hour has closed meanwhile, so it is late; the watermark does
+    # not go back, and now waits for source 1 again
+    forwarded(again, 1, 0, MIN_MS, "u3", 2 * HOUR)
+    assert [o.message["view_id"] for o in again.outputs if o.system_stream.stream == "late"] == ["s1-0"]
+    forwarded(again, 0, 4, 4 * HOUR + 1, "u2", 6 * HOUR)
+    again.window()
+    assert len(records(again)) == 1  # held back by source 1 (progress 2h) again
+
+
+def test_repartition_says_idle_once_after_its_timeout_and_again_after_new_input(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr("samzapy.jobs.pageview_repartition.time.monotonic", lambda: clock[0])
+    config = load_config(CONFIG / "pageview-repartition.properties", ["window.idle.timeout.ms=1000"])
+    h = TaskHarness(PageViewRepartitionTask, config, partition=1)
+    h.send("kafka.pageviews", "/p", {"view_id": "v0", "user_id": "u1", "page": "/p", "ts": 7000})
+    clock[0] += 0.5
+    h.window()
+    assert [dict(o.headers).get(CONTROL_HEADER) for o in h.outputs] == [None] + [b"watermark"] * 4
+    clock[0] += 0.6
+    h.window()
+    h.window()
+    idles = [o for o in h.outputs if dict(o.headers).get(CONTROL_HEADER) == IDLE]
+    assert [o.partition for o in idles] == [0, 1, 2, 3]
+    assert idles[0].message == {"control": "idle", "source": "1", "watermark": 7000}
+    h.send("kafka.pageviews", "/p", {"view_id": "v1", "user_id": "u1", "page": "/p", "ts": 8000}, offset=1)
+    clock[0] += 1.1
+    h.window()
+    assert len([o for o in h.outputs if dict(o.headers).get(CONTROL_HEADER) == IDLE]) == 8
