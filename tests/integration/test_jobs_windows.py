@@ -15,9 +15,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # jobs_support, next to this file
 
 from jobs_support import Feeder, crash_rounds, dedup_by_id, job_config, outputs, run_to_end  # noqa: E402
-from support import create_topic  # noqa: E402
+from support import consume_all, create_topic, header, kill9, start_job, wait_for  # noqa: E402
 
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json  # noqa: E402
+from samzapy.jobs.event_time import CONTROL_HEADER, IDLE  # noqa: E402
+from samzapy.kafka.partitioner import partition_for_key  # noqa: E402
 from samzapy.operators import window_id  # noqa: E402
 from samzapy.operators.count_windows import count_window_id  # noqa: E402
 
@@ -165,3 +167,65 @@ def test_window_kinds_and_modes_are_exact_after_kill9_rounds(tmp_path, broker, c
     feeder.join_checked()
     run_to_end(config)
     check(case, records, broker, topics, f"{case}: seed {seed}, kill delays {delays}")
+
+
+# ------------------------------------------------------------------ idle sources
+IDLE_PARTITIONS = 2
+
+
+def idle_pipeline(tmp_path: Path, broker: str, tag: str) -> tuple[Path, dict, dict[str, dict]]:
+    """Views on partition 0 of a 2-partition topic only (partition 1 stays silent, no
+    end-of-stream anywhere); the repartition stage runs until its silent task has said it is
+    idle, then is stopped. Returns the counter's config, the topics and the expected windows:
+    every hour that ends at or before the largest view time (the active source's progress)."""
+    topics = {n: f"{n}-{tag}" for n in ("pageviews", "by-user", "counts")}
+    create_topic(broker, topics["pageviews"], IDLE_PARTITIONS)
+    create_topic(broker, topics["by-user"], IDLE_PARTITIONS)
+    spec = PageViewSpec(count=3_000, users=20, pages=40, seed=23, span_ms=5 * HOUR)
+    records = [(k, v) for k, v in pageviews(spec) if partition_for_key(k, IDLE_PARTITIONS) == 0]
+    produce_json(broker, topics["pageviews"], IDLE_PARTITIONS, records)
+    repartition = job_config(
+        tmp_path,
+        broker,
+        "pageview-repartition.properties",
+        tag,
+        {
+            "task.inputs": f"kafka.{topics['pageviews']}",
+            "repartition.output.stream": f"kafka.{topics['by-user']}",
+            f"systems.kafka.streams.{topics['by-user']}.partitions": str(IDLE_PARTITIONS),
+            "window.idle.timeout.ms": "1500",
+        },
+    )
+    job = start_job(repartition, log=tmp_path / "repartition.log")
+    try:
+        wait_for(
+            lambda: sum(header(r, CONTROL_HEADER) == IDLE for r in consume_all(broker, topics["by-user"]))
+            >= IDLE_PARTITIONS,
+            timeout=90,
+            what="the silent repartition task's idle records",
+        )
+    finally:
+        kill9(job)
+    counter = job_config(
+        tmp_path,
+        broker,
+        "pageview-counter.properties",
+        tag,
+        {
+            "task.inputs": f"kafka.{topics['by-user']}",
+            "window.output.stream": f"kafka.{topics['counts']}",
+            "window.late.stream": "",
+            "window.allowed.lateness.ms": "0",
+            "watermark.upstream.tasks": str(IDLE_PARTITIONS),
+        },
+    )
+    progress = max(v["ts"] for _, v in records)
+    want = {rid: m for rid, m in expected_tumbling(records).items() if m["window_end"] <= progress}
+    return counter, topics, want
+
+
+def test_idle_timeout_lets_windows_close_while_one_source_is_silent(tmp_path, broker):
+    counter, topics, want = idle_pipeline(tmp_path, broker, "win-idle")
+    run_to_end(counter)
+    got = {rid: orjson.loads(r.value) for rid, r in dedup_by_id(outputs(broker, topics["counts"])).items()}
+    assert len(want) >= 20 and got == want

@@ -19,7 +19,10 @@ from test_replay_patterns import diff, replayed, state_dir, stores, streamed
 sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))  # jobs_support
 
 from jobs_support import job_config, run_to_end  # noqa: E402
+from test_jobs_windows import IDLE_PARTITIONS, idle_pipeline  # noqa: E402
+from test_spark_restore import store_items  # noqa: E402
 
+from samzapy.config import load_config, parse_job_config  # noqa: E402
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json  # noqa: E402
 from samzapy.spark.replay import replay  # noqa: E402
 
@@ -89,3 +92,21 @@ def test_replay_of_window_kinds_and_modes_gives_the_streaming_outputs_and_stores
     with capsys.disabled():
         print(f"\nwindow replays: {sizes}")
     assert not problems, "\n".join(problems)
+
+
+def test_replay_takes_the_idle_decisions_of_the_streaming_run(tmp_path, broker, spark):
+    counter, topics, want = idle_pipeline(tmp_path, broker, "rw-idle")
+    run_to_end(counter)
+    out = tmp_path / "replay-idle"
+    replay(counter, output=str(out))
+    streaming = streamed(broker, topics["counts"])
+    assert sum(streaming.values()) == len(want) > 0
+    problems = diff("idle counts", streaming, replayed(out, topics["counts"]))
+    problems += diff("idle stores", stores_of(counter, state_dir(counter)), stores_of(counter, out / "state"))
+    assert not problems, "\n".join(problems)
+
+
+def stores_of(config: Path, base: Path) -> dict:
+    """Every store of ``config`` at ``base``, over the idle pipeline's partitions."""
+    names = parse_job_config(load_config(config)).stores
+    return {(s, p): store_items(base / s / f"Partition_{p}") for s in names for p in range(IDLE_PARTITIONS)}
