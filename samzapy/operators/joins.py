@@ -46,6 +46,12 @@ class TableTableJoin:
     The stores hold the latest value of each side, with whatever serdes they are configured
     with (keys and values are passed through). Sending each change keyed by ``key`` (a
     compacted topic) makes the output the joined table. ``joiner`` must not return ``None``.
+
+    Event time (``time_of``, issue 19): given a function that reads the event time of a stored
+    value, an update with a ``time_ms`` older than the value held for its key and side is
+    *stale*: it is ignored (nothing stored, ``None`` returned), so the table holds each key's
+    newest version whatever order the updates came in (Kafka Streams' versioned tables). A
+    delete forgets the time of the version it removes.
     """
 
     def __init__(
@@ -54,21 +60,37 @@ class TableTableJoin:
         right_store: KeyValueStore[Any, Any],
         joiner: Joiner,
         kind: Literal["inner", "left", "outer"] = "inner",
+        *,
+        time_of: Callable[[Any], int] | None = None,
     ) -> None:
         _check_kind(kind, _EXISTS)
         self._left, self._right = left_store, right_store
         self._joiner = joiner
         self._exists = _EXISTS[kind]
+        self._time_of = time_of
 
-    def update_left(self, key: Any, value: Any) -> TableChange | None:
-        """Set (or with ``None`` delete) the left value of ``key``; the change to emit."""
+    def stale(self, side: Literal["left", "right"], key: Any, time_ms: int | None) -> bool:
+        """Whether an update of ``side`` at ``time_ms`` is older than the version held."""
+        if self._time_of is None or time_ms is None:
+            return False
+        held = (self._left if side == "left" else self._right).get(key)
+        return held is not None and time_ms < self._time_of(held)
+
+    def update_left(self, key: Any, value: Any, time_ms: int | None = None) -> TableChange | None:
+        """Set (or with ``None`` delete) the left value of ``key``; the change to emit (``None``
+        also for a stale update, which is ignored)."""
+        if self.stale("left", key, time_ms):
+            return None
         old = self._left.get(key)
         self._left.put(key, value)
         right = self._right.get(key)
         return self._change(key, (old, right), (value, right))
 
-    def update_right(self, key: Any, value: Any) -> TableChange | None:
-        """Set (or with ``None`` delete) the right value of ``key``; the change to emit."""
+    def update_right(self, key: Any, value: Any, time_ms: int | None = None) -> TableChange | None:
+        """Set (or with ``None`` delete) the right value of ``key``; the change to emit (``None``
+        also for a stale update, which is ignored)."""
+        if self.stale("right", key, time_ms):
+            return None
         old = self._right.get(key)
         self._right.put(key, value)
         left = self._left.get(key)
