@@ -9,6 +9,16 @@ every later update) and ``pageviews-by-user`` (page views keyed by user_id, e.g.
 in the input are ignored. Config: ``config/pageview-enrich.properties``; semantics in
 ``docs/patterns/stream-table-join.md``.
 
+``join.time=event`` (issue 19) joins each view with the profile valid at the view's event time
+(``ts``) instead of the latest one: profiles are kept as versions by ``updated_at`` (a delete
+at the record's timestamp) in a versioned table (:mod:`samzapy.stores.versioned`, store
+``join.versioned.store``, default ``zip-versions``, bytes, with a changelog; history
+``join.table.history.ms``, default one day), and a view waits until the profiles' progress
+minus ``join.grace.ms`` (default 0: the grace for out-of-order profile updates) has passed its
+time, or the profiles stream has ended (an ``end-of-stream`` control record). The pairs then
+do not depend on how the two inputs interleave: a rerun or a Spark replay gives the same.
+Config: ``config/pageview-enrich-event-time.properties``.
+
 The output id derives from the input's id (``enrich:`` + its ``samzapy.id``, else the task,
 stream and offset): a view re-sent upstream is enriched under the same id, so a consumer
 that drops duplicates by id drops it here too.
@@ -19,8 +29,12 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
-from samzapy.jobs.event_time import control_of
+from samzapy.jobs.event_time import END_OF_STREAM, control_of
 from samzapy.operators import StreamTableJoin, id_from_headers
+from samzapy.operators.temporal_join import EventTimeStreamTableJoin
+from samzapy.stores.versioned import VersionedStore
+
+DAY_MS = 86_400_000
 
 
 class PageViewEnrichTask(StreamTask, InitableTask):
@@ -30,17 +44,35 @@ class PageViewEnrichTask(StreamTask, InitableTask):
         """Read the config; open the table store."""
         config = context.config
         self.table_stream = config.get_str("join.table.stream", "profiles")
-        self.join = StreamTableJoin(
-            context.get_store("zip-codes"),
-            lambda view, zip_code: {**view, "zip": zip_code},
-            config.get_str("join.kind", "inner"),
-        )
+        mode = config.get_str("join.time", "processing")
+        if mode not in ("processing", "event"):
+            msg = f"join.time must be 'processing' or 'event', got {mode!r}"
+            raise ValueError(msg)
+        self.temporal: EventTimeStreamTableJoin | None = None
+        if mode == "event":
+            store = context.get_store(config.get_str("join.versioned.store", "zip-versions"))
+            table = VersionedStore(store, config.get_int("join.table.history.ms", DAY_MS), namespace=b"zv")
+            self.temporal = EventTimeStreamTableJoin(
+                table,
+                store,
+                _enrich,
+                kind=config.get_str("join.kind", "inner"),
+                grace_ms=config.get_int("join.grace.ms", 0),
+                namespace=b"jb",
+            )
+        else:
+            self.join = StreamTableJoin(
+                context.get_store("zip-codes"), _enrich, config.get_str("join.kind", "inner")
+            )
         self.output = SystemStream.parse(config.get_str("join.output.stream", "kafka.pageviews-enriched"))
         self.task_name = context.task_name
         self.unmatched = context.metrics.counter("unmatched-views")
 
     def process(self, envelope, collector, coordinator) -> None:
         """Update the table, or enrich a view."""
+        if self.temporal is not None:
+            self._process_event_time(self.temporal, envelope, collector)
+            return
         if envelope.stream == self.table_stream:
             profile = envelope.message
             self.join.update_table(envelope.key, None if profile is None else profile["zip"])
@@ -51,8 +83,42 @@ class PageViewEnrichTask(StreamTask, InitableTask):
         if enriched is None:
             self.unmatched.inc()
             return
-        upstream = id_from_headers(envelope.headers)
-        origin = upstream or f"{self.task_name}:{envelope.stream}:{envelope.offset}"
         collector.send(
-            OutgoingMessageEnvelope(self.output, key=envelope.key, message=enriched, id=f"enrich:{origin}")
+            OutgoingMessageEnvelope(
+                self.output, key=envelope.key, message=enriched, id=f"enrich:{self._origin(envelope)}"
+            )
         )
+
+    def _origin(self, envelope) -> str:
+        upstream = id_from_headers(envelope.headers)
+        return upstream or f"{self.task_name}:{envelope.stream}:{envelope.offset}"
+
+    def _process_event_time(self, temporal: EventTimeStreamTableJoin, envelope, collector) -> None:
+        """``join.time=event``: version the profile, or buffer the view; send what is released."""
+        control = control_of(envelope)
+        if envelope.stream == self.table_stream:
+            if control is not None:
+                released = temporal.end_table() if control.kind == END_OF_STREAM else []
+            else:
+                profile = envelope.message
+                time_ms = envelope.timestamp if profile is None else profile["updated_at"]
+                zip_code = None if profile is None else profile["zip"]
+                released = temporal.update_table(envelope.key.encode(), zip_code, time_ms)
+        elif control is not None:
+            return
+        else:
+            ref = self._origin(envelope).encode()
+            released = temporal.join(envelope.key.encode(), envelope.message, envelope.message["ts"], ref)
+        for result in released:
+            if result.value is None:
+                self.unmatched.inc()
+                continue
+            rid = f"enrich:{result.ref.decode()}"
+            collector.send(
+                OutgoingMessageEnvelope(self.output, key=result.key.decode(), message=result.value, id=rid)
+            )
+
+
+def _enrich(view: dict, zip_code: Any) -> dict:
+    """The view with its user's zip code."""
+    return {**view, "zip": zip_code}

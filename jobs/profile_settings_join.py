@@ -10,6 +10,11 @@ On every change the task writes the user's current joined record,
 * the ``user-profile-settings`` stream of changes, keyed by user_id: the joined record, or a
   tombstone when the user has no joined record after the change.
 
+With ``join.time=event`` (issue 19) each held version carries its event time (``updated_at``;
+a delete's is the record's timestamp) and an update older than the version held for its
+user and side is ignored (counted in ``stale-updates``, nothing sent): the joined table ends
+as the join of each side's newest version whatever order the updates came in.
+
 Config: ``config/profile-settings-join.properties``; semantics in
 ``docs/patterns/table-table-join.md``.
 
@@ -43,23 +48,43 @@ class ProfileSettingsJoinTask(StreamTask, InitableTask):
         self.left = context.get_store("profiles")
         self.right = context.get_store("settings")
         self.joined = context.get_store("joined")
+        mode = config.get_str("join.time", "processing")
+        if mode not in ("processing", "event"):
+            msg = f"join.time must be 'processing' or 'event', got {mode!r}"
+            raise ValueError(msg)
+        self.event_time = mode == "event"
         self.join = TableTableJoin(
-            self.left, self.right, lambda left, right: (left, right), config.get_str("join.kind", "inner")
+            self.left,
+            self.right,
+            lambda left, right: (left, right),
+            config.get_str("join.kind", "inner"),
+            time_of=(lambda entry: entry["ts"]) if self.event_time else None,
         )
+        self.stale = context.metrics.counter("stale-updates")
         self.output = SystemStream.parse(config.get_str("join.output.stream", "kafka.user-profile-settings"))
 
     def process(self, envelope, collector, coordinator) -> None:
         """Apply one table update and send the user's joined record (or a tombstone)."""
         user = envelope.key
         entry = None if envelope.message is None else {"offset": envelope.offset, "value": envelope.message}
+        time_ms = None
+        if self.event_time:
+            time_ms = envelope.timestamp if entry is None else envelope.message["updated_at"]
+            if entry is not None:
+                entry["ts"] = time_ms
         if envelope.stream == self.left_stream:
-            change = self.join.update_left(user, entry)
+            side = "left"
         elif envelope.stream == self.right_stream:
-            change = self.join.update_right(user, entry)
+            side = "right"
         else:
             expected = f"{self.left_stream} or {self.right_stream}"
             msg = f"unexpected input stream '{envelope.stream}': expected {expected}"
             raise ValueError(msg)
+        if self.join.stale(side, user, time_ms):
+            self.stale.inc()
+            return
+        update = self.join.update_left if side == "left" else self.join.update_right
+        change = update(user, entry, time_ms)
         record = None
         if change is not None and change.value is not None:
             left, right = change.value
