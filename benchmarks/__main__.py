@@ -27,6 +27,7 @@ BENCHMARKS = {
     "store": "benchmarks.bench_store",
     "stateless": "benchmarks.bench_stateless",
     "window_count": "benchmarks.bench_window_count",
+    "window_kinds": "benchmarks.bench_window_kinds",
     "restore": "benchmarks.bench_restore",
     "spark_restore": "benchmarks.bench_spark_restore",
     "stream_join": "benchmarks.bench_stream_join",

@@ -6,8 +6,8 @@ every later update) and ``pageviews-by-user`` (page views keyed by user_id, e.g.
 :mod:`samzapy.jobs.pageview_repartition`). Output ``pageviews-enriched``: the view plus
 ``zip``, keyed by user_id. ``join.kind=inner`` drops views of users without a profile
 (counted in ``unmatched-views``); ``left`` sends them with ``"zip": null``. Control records
-in the input are ignored. Config: ``config/pageview-enrich.properties``; semantics in
-``docs/patterns/stream-table-join.md``.
+in either input are ignored (with ``join.time=processing``). Config:
+``config/pageview-enrich.properties``; semantics in ``docs/patterns/stream-table-join.md``.
 
 ``join.time=event`` (issue 19) joins each view with the profile valid at the view's event time
 (``ts``) instead of the latest one: profiles are kept as versions by ``updated_at`` (a delete
@@ -73,11 +73,11 @@ class PageViewEnrichTask(StreamTask, InitableTask):
         if self.temporal is not None:
             self._process_event_time(self.temporal, envelope, collector)
             return
+        if control_of(envelope) is not None:
+            return  # end-of-stream on either input (the table's too) changes nothing here
         if envelope.stream == self.table_stream:
             profile = envelope.message
             self.join.update_table(envelope.key, None if profile is None else profile["zip"])
-            return
-        if control_of(envelope) is not None:
             return
         enriched = self.join.join(envelope.key, envelope.message)
         if enriched is None:
