@@ -14,7 +14,11 @@ Application keys:
   largest time difference between two views of a window), ``window.advance.ms`` (hopping,
   default half the size), ``window.gap.ms`` (sessions, default 30 minutes),
   ``window.count.size`` and ``window.count.step`` (count windows: views per window, and how
-  many views apart windows start; default: the size, i.e. tumbling);
+  many views apart windows start; default: the size, i.e. tumbling); ``sliding`` needs the
+  input keyed by user already (``watermark.upstream.tasks=0``); ``count`` after a
+  repartition counts views in the order the intermediate partition holds them, which
+  depends on how the upstream tasks' outputs interleaved (a rerun or a replay over the same
+  intermediate topic gives the same windows);
 * ``window.emit`` — ``final`` (default: one record per window when it closes) or ``update``
   (also a record on every change); ``window.early.fire.ms`` — also the changed windows'
   current counts every that many ms of processing time (0: off). Non-final records carry
@@ -83,6 +87,13 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         self.assigner: Any = _assigner(config)
         self.lateness = config.get_int("window.allowed.lateness.ms", 0)
         upstream = config.get_int("watermark.upstream.tasks", 0)
+        if upstream > 0 and isinstance(self.assigner, SlidingWindows):
+            msg = (
+                "window.type=sliding needs input keyed by user already (watermark.upstream.tasks=0): "
+                "after a repartition, which windows a view joins would depend on how the upstream "
+                f"tasks' outputs interleave; got watermark.upstream.tasks={upstream}"
+            )
+            raise ValueError(msg)
         sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(config)
         self.time = EventTime(store, sources, self.lateness)
         emit = config.get_str("window.emit", "final")
@@ -133,7 +144,11 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         if self._closed(t, bound):
             self._late(envelope, collector)
             return
-        added = self.windows.add(envelope.key.encode(), t, view)
+        if isinstance(self.assigner, HoppingWindows):
+            # Per view, the windows its own source had closed are closed (module docstring).
+            added = self.windows.add(envelope.key.encode(), t, view, closed_before=bound)
+        else:
+            added = self.windows.add(envelope.key.encode(), t, view)
         if added.late:
             self._late(envelope, collector)
         elif added.updates:

@@ -238,11 +238,17 @@ class WindowedAggregation:
         """Windows with ``end <=`` this value are closed."""
         return self._watermark.current - self._grace
 
-    def add(self, key: bytes, event_time_ms: int, value: Any) -> Added:
-        """Add ``value`` at ``event_time_ms`` to the open windows of ``key``."""
+    def add(self, key: bytes, event_time_ms: int, value: Any, closed_before: int | None = None) -> Added:
+        """Add ``value`` at ``event_time_ms`` to the open windows of ``key``.
+
+        ``closed_before`` (tumbling and hopping windows): for this event, windows ending at or
+        before it count as closed too, e.g. a bound from the event's own source, so that which
+        windows take it does not depend on how far the watermark happened to be."""
         if self._session:
             return self._add_session(key, event_time_ms, value, self._assigner.gap_ms)  # type: ignore[union-attr]
         bound = self._watermark.current - self._grace
+        if closed_before is not None and closed_before > bound:
+            bound = closed_before
         escaped = escape(key)
         tumbling = self._tumbling
         if tumbling is not None:

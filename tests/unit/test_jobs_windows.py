@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from samzapy.config import load_config
 from samzapy.jobs.event_time import (
     CONTROL_HEADER,
@@ -165,3 +167,29 @@ def test_repartition_says_idle_once_after_its_timeout_and_again_after_new_input(
     clock[0] += 1.1
     h.window()
     assert len([o for o in h.outputs if dict(o.headers).get(CONTROL_HEADER) == IDLE]) == 8
+
+
+def test_hopping_windows_after_a_repartition_skip_the_windows_the_views_own_source_closed():
+    config = load_config(
+        CONFIG / "pageview-counter.properties",
+        [
+            "watermark.upstream.tasks=2",
+            "window.allowed.lateness.ms=0",
+            "window.type=hopping",
+            "window.size.ms=100",
+            "window.advance.ms=50",
+        ],
+    )
+    h = TaskHarness(PageViewCounterTask, config)
+    # source 1 had reached 110 before this view at 60: [0, 100) is closed for it, although
+    # the task's watermark (source 0 silent) has not closed anything
+    forwarded(h, 1, 0, 110, "u1", 60)
+    for source in (0, 1):
+        h.send(INPUT, None, {"control": "end-of-stream", "source": str(source)}, headers=EOS_HEADERS)
+    assert sorted((m["window_start"], m["count"]) for m in records(h)) == [(50, 1)]
+
+
+def test_sliding_windows_after_a_repartition_are_refused():
+    config = load_config(CONFIG / "pageview-counter.properties", ["window.type=sliding"])
+    with pytest.raises(ValueError, match="watermark.upstream.tasks=0"):
+        TaskHarness(PageViewCounterTask, config)
