@@ -107,6 +107,7 @@ class SlidingAggregation:
         if early_fire_ms:
             self._early = EarlyFiring(store, early_fire_ms, self._read_window, namespace=namespace)
         self._late = metrics.counter("late-messages") if metrics is not None else None
+        self._scan_from: dict[bytes, bytes] = {}
 
     def closed_before(self) -> int:
         """Windows with an (exclusive) end at or before this value are closed."""
@@ -203,8 +204,7 @@ class SlidingAggregation:
         """Emit and purge the first ``limit`` closed windows (all with ``None``), ordered by
         (end, key, start); drop the buckets no open window can need any more."""
         bound = self.closed_before()
-        with self._store.range(self._e, until_inclusive(self._e, bound)) as entries:
-            due = [k for k, _ in islice(entries, limit)]
+        due = self._due(self._e, bound, limit)
         n, results, deletes = len(self._e), [], list(due)
         for ikey in due:
             key, offset = unescape(ikey, n + 8)
@@ -223,12 +223,24 @@ class SlidingAggregation:
 
     def _expire_buckets(self, bound: int) -> None:
         n = len(self._x) + 8
-        while True:
-            with self._store.range(self._x, until_inclusive(self._x, bound)) as entries:
-                due = [k for k, _ in islice(entries, 10_000)]
-            if not due:
-                return
+        while due := self._due(self._x, bound, 10_000):
             self._store.delete_all(due + [self._b + k[n:] for k in due])
+
+    def _due(self, prefix: bytes, bound: int, limit: int | None) -> list[bytes]:
+        """The first ``limit`` keys of the time-first index ``prefix`` due at ``bound``; the
+        caller deletes them all. The scan starts where the last one ended (as
+        :meth:`WindowedAggregation._due <samzapy.operators.windows.WindowedAggregation>`
+        does, for the same reason: deleted entries stay as RocksDB tombstones until
+        compaction): nothing is written behind the bound again, since a new window or bucket
+        that would be due already is late."""
+        end = until_inclusive(prefix, bound)
+        start = self._scan_from.get(prefix, prefix)
+        if start >= end:
+            return []
+        with self._store.range(start, end) as entries:
+            due = [k for k, _ in islice(entries, limit)]
+        self._scan_from[prefix] = due[-1] + b"\x00" if limit is not None and len(due) == limit else end
+        return due
 
     def fire_early(self, now_ms: int) -> list[WindowResult]:
         """Early results (see the class); ``[]`` without ``early_fire_ms``."""
