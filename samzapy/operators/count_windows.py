@@ -133,7 +133,14 @@ class CountAggregation:
                 update = WindowResult(key, low, high + 1, agg.result(acc), None, final=False)
                 update.window = count_window_id(key, number)
                 results.append(update)
-        self._store.put_all(writes)
+        # One put or delete each, not put_all: the object cache absorbs single writes, while a
+        # batch is written through (the counter and the open windows change at every view).
+        store = self._store
+        for key_, value_ in writes:
+            if value_ is None:
+                store.delete(key_)
+            else:
+                store.put(key_, value_)
         return Added(results, late=False)
 
     def fire_early(self, now_ms: int) -> list[WindowResult]:

@@ -14,14 +14,20 @@ a record is *late* (dropped) when every window that could hold it has closed, i.
 
 Store layout (``namespace`` + tag)::
 
-    0x00 'sb' + escape(key) + t             -> aggregate of the key's records at t (buckets)
-    0x00 'sx' + (t + d + 1) + escape(key) + t -> b""   (bucket expiry index)
-    0x00 'sw' + escape(key) + start         -> aggregate of the window [start, start + d]
+    0x00 'sk' + escape(key)  ->  the key's state: its buckets (the aggregate of its records
+                                 at each distinct time t) and its open windows (start ->
+                                 aggregate of [start, start + d]), packed (:func:`pack`)
     0x00 'se' + (start + d + 1) + escape(key) + start -> b""   (close index)
+    0x00 'sx' + (t + d + 1) + escape(key) + t         -> b""   (bucket expiry index)
 
-A new window's aggregate is the merge of the buckets it covers, so it does not depend on the
-order the records arrived in; an existing open window is updated with the aggregator's
-``add``. A bucket goes once no open window can cover it.
+A record is one get and one put of its key's state (absorbed by the object cache: a range
+scan per record would write the cache's dirty entries down every time), plus an index put
+per new window or bucket. A new window's aggregate is the merge of the buckets it covers,
+so it does not depend on the order the records arrived in; an existing open window is
+updated with the aggregator's ``add``. A bucket goes once no open window can cover it.
+
+>>> unpack(pack({5: b"1"}, {0: b"2"}))
+({5: b'1'}, {0: b'2'})
 """
 
 from __future__ import annotations
@@ -39,13 +45,39 @@ from samzapy.operators.watermark import Watermark
 from samzapy.operators.windows import Added, WindowResult
 from samzapy.stores.base import KeyValueStore
 
-BUCKET_TAG = b"\x00sb"
+STATE_TAG = b"\x00sk"
 BUCKET_EXPIRY_TAG = b"\x00sx"
-WINDOW_TAG = b"\x00sw"
 CLOSE_TAG = b"\x00se"
 
 _ACCEPTED = Added([], late=False)
 _LATE = Added([], late=True)
+
+Buckets = dict[int, bytes]
+Windows = dict[int, bytes]
+
+
+def pack(buckets: Buckets, windows: Windows) -> bytes:
+    """A key's state as bytes: ``b``/``w`` + time (8 bytes) + length (4) + aggregate, buckets
+    then windows, each by time (so the same state always has the same bytes)."""
+    parts = []
+    for tag, entries in ((b"b", buckets), (b"w", windows)):
+        for time_ms in sorted(entries):
+            encoded = entries[time_ms]
+            parts.append(tag + encode_ms(time_ms) + len(encoded).to_bytes(4, "big") + encoded)
+    return b"".join(parts)
+
+
+def unpack(data: bytes | None) -> tuple[Buckets, Windows]:
+    """The (buckets, windows) that :func:`pack` wrote (empty for ``None``)."""
+    buckets: Buckets = {}
+    windows: Windows = {}
+    i = 0
+    while data is not None and i < len(data):
+        length = int.from_bytes(data[i + 9 : i + 13], "big")
+        target = buckets if data[i : i + 1] == b"b" else windows
+        target[decode_ms(data, i + 1)] = data[i + 13 : i + 13 + length]
+        i += 13 + length
+    return buckets, windows
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +133,8 @@ class SlidingAggregation:
         self._grace = allowed_lateness_ms
         self._behind = watermark_lateness_ms
         self._updates = emit == "update"
-        self._b, self._x = namespace + BUCKET_TAG, namespace + BUCKET_EXPIRY_TAG
-        self._w, self._e = namespace + WINDOW_TAG, namespace + CLOSE_TAG
+        self._k, self._e = namespace + STATE_TAG, namespace + CLOSE_TAG
+        self._x = namespace + BUCKET_EXPIRY_TAG
         self._early = None
         if early_fire_ms:
             self._early = EarlyFiring(store, early_fire_ms, self._read_window, namespace=namespace)
@@ -121,9 +153,11 @@ class SlidingAggregation:
                 self._late.inc()
             return _LATE
         escaped = escape(key)
-        self._add_bucket(escaped, t, value)
-        changed, existing = self._update_existing(escaped, t, value, bound)
-        changed += self._create_new(escaped, t, existing, bound)
+        buckets, windows = unpack(self._store.get(self._k + escaped))
+        self._add_bucket(buckets, escaped, t, value)
+        changed = self._update_existing(windows, t, value, bound)
+        changed += self._create_new(buckets, windows, escaped, t, bound)
+        self._store.put(self._k + escaped, pack(buckets, windows))
         if self._early is not None:
             for start, _ in changed:
                 self._early.mark(escaped + encode_ms(start))
@@ -131,58 +165,43 @@ class SlidingAggregation:
             return _ACCEPTED
         return Added([self._result(key, start, acc, final=False) for start, acc in changed], late=False)
 
-    def _add_bucket(self, escaped: bytes, t: int, value: Any) -> None:
-        bkey = self._b + escaped + encode_ms(t)
-        old = self._store.get(bkey)
-        agg = self._agg
-        acc = agg.create(value) if old is None else agg.add(agg.decode(old), value)
-        self._store.put(bkey, agg.encode(acc))
+    def _add_bucket(self, buckets: Buckets, escaped: bytes, t: int, value: Any) -> None:
+        agg, old = self._agg, buckets.get(t)
+        buckets[t] = agg.encode(agg.create(value) if old is None else agg.add(agg.decode(old), value))
         if old is None:
             self._store.put(self._x + encode_ms(t + self._d + 1) + escaped + encode_ms(t), b"")
 
-    def _update_existing(
-        self, escaped: bytes, t: int, value: Any, bound: int
-    ) -> tuple[list[tuple[int, Any]], set[int]]:
+    def _update_existing(self, windows: Windows, t: int, value: Any, bound: int) -> list[tuple[int, Any]]:
         """Add the value to the key's open windows that hold ``t`` (start in [t - d, t]);
-        returns (start, aggregate) of each, and the starts of all (closed ones too)."""
-        prefix, agg, d = self._w + escaped, self._agg, self._d
-        with self._store.range(prefix + encode_ms(t - d), prefix + encode_ms(t + 1)) as entries:
-            existing = [(e.key, e.value) for e in entries]
+        returns (start, aggregate) of each. A closed window not yet emitted is left as it is."""
+        agg, d = self._agg, self._d
         changed: list[tuple[int, Any]] = []
-        starts = set()
-        for wkey, stored in existing:
-            start = decode_ms(wkey, len(prefix))
-            starts.add(start)
-            if start + d + 1 <= bound:
-                continue  # closed: the record does not count in it
-            acc = agg.add(agg.decode(stored), value)
-            self._store.put(wkey, agg.encode(acc))
+        for start in sorted(s for s in windows if t - d <= s <= t and s + d + 1 > bound):
+            acc = agg.add(agg.decode(windows[start]), value)
+            windows[start] = agg.encode(acc)
             changed.append((start, acc))
-        return changed, starts
+        return changed
 
-    def _create_new(self, escaped: bytes, t: int, existing: set[int], bound: int) -> list[tuple[int, Any]]:
+    def _create_new(
+        self, buckets: Buckets, windows: Windows, escaped: bytes, t: int, bound: int
+    ) -> list[tuple[int, Any]]:
         """Create the windows ``t`` brings into being: its left window, its right window (when
         a later record is near) and its predecessor's right window (which now holds ``t``)."""
         d = self._d
-        prefix = self._b + escaped
-        with self._store.range(prefix + encode_ms(t - d - 1), prefix + encode_ms(t + d + 2)) as it:
-            buckets = [(decode_ms(k, len(prefix)), v) for k, v in it]
-        before = [b for b, _ in buckets if b < t]
-        starts = [t - d]
-        if any(t < b <= t + d + 1 for b, _ in buckets):
-            starts.append(t + 1)
+        near = sorted(b for b in buckets if t - d - 1 <= b <= t + d + 1)
+        starts = {t - d}
+        if any(t < b for b in near):
+            starts.add(t + 1)
+        before = [b for b in near if b < t]
         if before:
-            starts.append(before[-1] + 1)
+            starts.add(before[-1] + 1)
         created: list[tuple[int, Any]] = []
-        for start in sorted(set(starts)):
-            if start in existing or start + d + 1 <= bound:
-                continue
-            wkey = self._w + escaped + encode_ms(start)
-            if start > t and self._store.get(wkey) is not None:
-                continue  # the right window of t exists already (and does not hold t)
-            acc = self._merge([v for b, v in buckets if start <= b <= start + d])
-            close = self._e + encode_ms(start + d + 1) + escaped + encode_ms(start)
-            self._store.put_all([(wkey, self._agg.encode(acc)), (close, b"")])
+        for start in sorted(starts):
+            if start in windows or start + d + 1 <= bound:
+                continue  # exists (and took the record if it holds t), or closed already
+            acc = self._merge([buckets[b] for b in near if start <= b <= start + d])
+            windows[start] = self._agg.encode(acc)
+            self._store.put(self._e + encode_ms(start + d + 1) + escaped + encode_ms(start), b"")
             created.append((start, acc))
         return created
 
@@ -205,26 +224,46 @@ class SlidingAggregation:
         (end, key, start); drop the buckets no open window can need any more."""
         bound = self.closed_before()
         due = self._due(self._e, bound, limit)
-        n, results, deletes = len(self._e), [], list(due)
+        n, results = len(self._e), []
+        states: dict[bytes, tuple[Buckets, Windows]] = {}
+        deletes = list(due)
         for ikey in due:
             key, offset = unescape(ikey, n + 8)
+            escaped = ikey[n + 8 : offset]
+            if escaped not in states:
+                states[escaped] = unpack(self._store.get(self._k + escaped))
             start = decode_ms(ikey, offset)
-            wkey = self._w + ikey[n + 8 :]
-            stored = self._store.get(wkey)
+            stored = states[escaped][1].pop(start, None)
             if stored is not None:
                 results.append(self._result(key, start, self._agg.decode(stored), final=True))
-                deletes.append(wkey)
                 if self._early is not None:
                     deletes.append(self._early.marker(ikey[n + 8 :]))
+        self._save(states)
         if deletes:
             self._store.delete_all(deletes)
         self._expire_buckets(bound)
         return results
 
+    def _save(self, states: dict[bytes, tuple[Buckets, Windows]]) -> None:
+        """Write the changed key states back (deleting the empty ones)."""
+        for escaped, (buckets, windows) in states.items():
+            if buckets or windows:
+                self._store.put(self._k + escaped, pack(buckets, windows))
+            else:
+                self._store.delete(self._k + escaped)
+
     def _expire_buckets(self, bound: int) -> None:
         n = len(self._x) + 8
         while due := self._due(self._x, bound, 10_000):
-            self._store.delete_all(due + [self._b + k[n:] for k in due])
+            states: dict[bytes, tuple[Buckets, Windows]] = {}
+            for xkey in due:
+                _, offset = unescape(xkey, n)
+                escaped = xkey[n:offset]
+                if escaped not in states:
+                    states[escaped] = unpack(self._store.get(self._k + escaped))
+                states[escaped][0].pop(decode_ms(xkey, offset), None)
+            self._save(states)
+            self._store.delete_all(due)
 
     def _due(self, prefix: bytes, bound: int, limit: int | None) -> list[bytes]:
         """The first ``limit`` keys of the time-first index ``prefix`` due at ``bound``; the
@@ -247,17 +286,15 @@ class SlidingAggregation:
         return [] if self._early is None else self._early.fire(now_ms)
 
     def _read_window(self, suffix: bytes) -> WindowResult | None:
-        stored = self._store.get(self._w + suffix)
+        key, offset = unescape(suffix)
+        stored = unpack(self._store.get(self._k + suffix[:offset]))[1].get(decode_ms(suffix, offset))
         if stored is None:
             return None
-        key, offset = unescape(suffix)
         result = self._result(key, decode_ms(suffix, offset), self._agg.decode(stored), final=False)
         result.id = early_id(window_id(key, result.start, result.end), stored, late=result.late)
         return result
 
     def open_windows(self, key: bytes) -> list[WindowResult]:
         """The key's windows still in the store, by start (current values, ``final=False``)."""
-        prefix = self._w + escape(key)
-        with self._store.range(prefix, prefix + b"\xff" * 9) as entries:
-            found = [(decode_ms(k, len(prefix)), v) for k, v in entries]
-        return [self._result(key, start, self._agg.decode(v), final=False) for start, v in found]
+        windows = unpack(self._store.get(self._k + escape(key)))[1]
+        return [self._result(key, s, self._agg.decode(windows[s]), final=False) for s in sorted(windows)]
