@@ -68,7 +68,7 @@ def run(
         sys.exit(2)
     try:
         code = Container(
-            config, job, container_id=container_id, exit_at_end=exit_at_end, metrics_path=metrics_file
+            job, container_id=container_id, exit_at_end=exit_at_end, metrics_path=metrics_file
         ).run()
     except ConfigError as error:
         click.echo(f"Error: {error}", err=True)

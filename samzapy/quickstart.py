@@ -38,7 +38,7 @@ def _run_job(name: str, servers: str, state_dir: Path) -> None:
         msg = f"{path} not found: quickstart runs from a source checkout (pip install -e .)"
         raise click.ClickException(msg)
     config = load_config(path, overrides)
-    code = Container(config, parse_job_config(config, check_task_class=True), exit_at_end=True).run()
+    code = Container(parse_job_config(config, check_task_class=True), exit_at_end=True).run()
     if code != 0:
         raise click.ClickException(f"job {name} failed (exit code {code}); see the log above")
 
