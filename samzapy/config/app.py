@@ -33,7 +33,8 @@ class AppConfig(TypedGetters, Mapping[str, str]):
 
     Example:
         >>> from samzapy.config.properties import parse_properties
-        >>> app = AppConfig(parse_properties("app.threshold=10\\napp.mode=fast\\n", "job.properties"))
+        >>> properties = parse_properties("app.threshold=10\\napp.mode=fast\\n", "job.properties")
+        >>> app = AppConfig(properties, "job.properties")
         >>> app.get_int("app.threshold", 5), app.get_str("app.mode"), app.get_bool("app.on", True)
         (10, 'fast', True)
         >>> app.location("app.mode")

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from samzapy.config import keys as catalogue
 from samzapy.config.app import application_view
-from samzapy.config.keys import BUILTIN_SERDES, SERDE_REF
 from samzapy.config.model import JobConfig, SerdeSpec, StreamConfig
 from samzapy.config.properties import Config
 from samzapy.config.reporters import reporter_specs
 from samzapy.config.stores import check_system, store_configs
+from samzapy.config.types import BUILTIN_SERDES, SERDE_CLASS, SERDE_REF
 from samzapy.config.user_code import resolve_task_class
 from samzapy.config.validation import Validation
 from samzapy.errors import ConfigError
@@ -126,7 +126,7 @@ def _serializers(check: Validation) -> dict[str, SerdeSpec]:
             check.problem(
                 first_key,
                 f"'{class_key}' is required: serde '{name}' is configured at {check.at(first_key)} "
-                f"without a class ({catalogue.SERDE_CLASS.description})",
+                f"without a class ({SERDE_CLASS.description})",
             )
             continue
         kind = check.parsed.get(class_key)

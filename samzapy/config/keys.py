@@ -1,8 +1,10 @@
 """The catalogue of samzapy's configuration keys, as data.
 
 Every key samzapy reads is one :class:`KeySpec` in :data:`KEYS`: its name pattern, value
-type, default and meaning. The catalogue is the single source for validation (what a key
-accepts), for suggestions on misspelt keys, and for ``docs/configuration.md``.
+type (:mod:`samzapy.config.types`), meaning, and the model field it sets, whose default in
+:mod:`samzapy.config.model` is the key's default. The catalogue is the single source for
+validation (what a key accepts, which field it fills), for suggestions on misspelt keys, and
+for ``docs/configuration.md``.
 
 Patterns name their variable parts ``<system>``, ``<stream>``, ``<store>`` and ``<serde>``;
 a pattern ending in ``*`` is a pass-through namespace (anything below it is accepted).
@@ -14,300 +16,38 @@ import dataclasses
 import difflib
 import enum
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from samzapy.config.app import RESERVED_PREFIXES as RESERVED_PREFIXES
 from samzapy.config.app import is_reserved as is_reserved
-from samzapy.config.model import ROCKSDB_COMPRESSIONS, JobConfig, ReporterSpec, StoreConfig, StreamConfig
-from samzapy.config.properties import parse_bool, parse_int, parse_list
-from samzapy.streams import SystemStream
-
-#: Serde names that work without ``serializers.registry.<name>.class``.
-BUILTIN_SERDES = ("string", "json", "integer", "long", "bytes")
-
-_SAMZA_SERDES = "org.apache.samza.serializers."
-#: Accepted ``serializers.registry.<serde>.class`` values -> canonical serde kind.
-SERDE_CLASS_ALIASES = {
-    **{kind: kind for kind in ("string", "json", "integer", "long", "bytes", "avro")},
-    _SAMZA_SERDES + "StringSerdeFactory": "string",
-    _SAMZA_SERDES + "JsonSerdeFactory": "json",
-    _SAMZA_SERDES + "JsonSerdeV2Factory": "json",
-    _SAMZA_SERDES + "IntegerSerdeFactory": "integer",
-    _SAMZA_SERDES + "LongSerdeFactory": "long",
-    _SAMZA_SERDES + "ByteSerdeFactory": "bytes",
-    _SAMZA_SERDES + "ByteBufferSerdeFactory": "bytes",
-    _SAMZA_SERDES + "AvroSerdeFactory": "avro",
-    "samzapy.serdes.StringSerde": "string",
-    "samzapy.serdes.JsonSerde": "json",
-    "samzapy.serdes.IntegerSerde": "integer",
-    "samzapy.serdes.LongSerde": "long",
-    "samzapy.serdes.BytesSerde": "bytes",
-    "samzapy.serdes.AvroSerde": "avro",
-}
-#: Accepted ``stores.<store>.factory`` values -> canonical engine.
-STORE_FACTORY_ALIASES = {
-    "rocksdb": "rocksdb",
-    "inmemory": "inmemory",
-    "org.apache.samza.storage.kv.RocksDbKeyValueStorageEngineFactory": "rocksdb",
-    "org.apache.samza.storage.kv.inmemory.InMemoryKeyValueStorageEngineFactory": "inmemory",
-    "org.apache.samza.storage.kv.InMemoryKeyValueStorageEngineFactory": "inmemory",
-}
-_SAMZA_REPORTERS = "org.apache.samza.metrics.reporter."
-#: Accepted ``metrics.reporter.<reporter>.class`` values -> canonical reporter kind. JMX has no
-#: Python counterpart: a ``jmx`` reporter is skipped with a warning.
-REPORTER_CLASS_ALIASES = {
-    **{kind: kind for kind in ("snapshot", "prometheus", "log", "jmx")},
-    _SAMZA_REPORTERS + "MetricsSnapshotReporterFactory": "snapshot",
-    _SAMZA_REPORTERS + "JmxReporterFactory": "jmx",
-}
-#: Accepted ``systems.<system>.samza.factory`` values.
-SYSTEM_FACTORY_ALIASES = {
-    "kafka": "kafka",
-    "org.apache.samza.system.kafka.KafkaSystemFactory": "kafka",
-}
-
-
-@dataclass(frozen=True)
-class ValueType:
-    """What a key accepts: ``describe`` reads after "must be", ``parse`` raises ``ValueError``."""
-
-    description: str
-
-    def parse(self, raw: str) -> Any:
-        """The stripped value (the base type accepts any non-empty string)."""
-        value = raw.strip()
-        if not value:
-            raise ValueError(raw)
-        return value
-
-
-@dataclass(frozen=True)
-class IntType(ValueType):
-    """An integer with a lower bound; ``disabled`` (e.g. -1) parses to ``None``.
-
-    >>> IntType("", minimum=1, disabled=-1).parse("-1") is None
-    True
-    """
-
-    minimum: int | None = None
-    disabled: int | None = None
-
-    def parse(self, raw: str) -> int | None:
-        """The integer, or ``None`` for the disabling value."""
-        number = parse_int(raw)
-        if self.disabled is not None and number == self.disabled:
-            return None
-        if self.minimum is not None and number < self.minimum:
-            raise ValueError(raw)
-        return number
-
-
-def _int(minimum: int | None = None, disabled: int | None = None) -> IntType:
-    text = "an integer" if minimum is None else f"an integer >= {minimum}"
-    if disabled is not None:
-        text += f", or {disabled} to disable"
-    return IntType(text, minimum, disabled)
-
-
-@dataclass(frozen=True)
-class BoolType(ValueType):
-    """``true`` or ``false``."""
-
-    def parse(self, raw: str) -> bool:
-        """The boolean."""
-        return parse_bool(raw)
-
-
-@dataclass(frozen=True)
-class ChoiceType(ValueType):
-    """One of fixed values (case-insensitive), or an alias of one; parses to the canonical name.
-
-    >>> STORE_FACTORY.parse("org.apache.samza.storage.kv.RocksDbKeyValueStorageEngineFactory")
-    'rocksdb'
-    """
-
-    choices: dict[str, str] = field(default_factory=dict)
-
-    def parse(self, raw: str) -> str:
-        """The canonical value."""
-        folded = {k.lower(): v for k, v in self.choices.items()}
-        value = folded.get(raw.strip().lower())
-        if value is None:
-            raise ValueError(raw)
-        return value
-
-
-def _choice(*values: str) -> ChoiceType:
-    return ChoiceType(
-        " or ".join(values) if len(values) == 2 else "one of " + ", ".join(values), {v: v for v in values}
-    )
-
-
-@dataclass(frozen=True)
-class StreamType(ValueType):
-    """A ``system.stream`` name.
-
-    >>> StreamType("").parse(" kafka.clicks ")
-    SystemStream(system='kafka', stream='clicks')
-    """
-
-    def parse(self, raw: str) -> SystemStream:
-        """The stream."""
-        return SystemStream.parse(raw)
-
-
-@dataclass(frozen=True)
-class StreamListType(ValueType):
-    """A non-empty comma-separated list of ``system.stream`` names, without duplicates.
-
-    >>> [str(s) for s in StreamListType("").parse("kafka.a, kafka.b,kafka.a")]
-    ['kafka.a', 'kafka.b']
-    """
-
-    def parse(self, raw: str) -> tuple[SystemStream, ...]:
-        """The streams, in order."""
-        streams = [SystemStream.parse(item) for item in parse_list(raw)]
-        if not streams:
-            raise ValueError(raw)
-        return tuple(dict.fromkeys(streams))
-
-
-@dataclass(frozen=True)
-class NameListType(ValueType):
-    """A comma-separated list of dotted Python names or ``*``.
-
-    >>> NameListType("").parse("ValueError, mypkg.errors.BadRecord")
-    ('ValueError', 'mypkg.errors.BadRecord')
-    """
-
-    def parse(self, raw: str) -> tuple[str, ...]:
-        """The names."""
-        names = parse_list(raw)
-        if not names or any(n != "*" and not _DOTTED.fullmatch(n) for n in names):
-            raise ValueError(raw)
-        return tuple(names)
-
-
-@dataclass(frozen=True)
-class TaskClassType(ValueType):
-    """``module:Class`` or ``package.module.Class`` (checked for form only; importing is later)."""
-
-    def parse(self, raw: str) -> str:
-        """The spec, stripped."""
-        spec = raw.strip()
-        module, colon, attr = spec.partition(":")
-        ok = _DOTTED.fullmatch(module) and _DOTTED.fullmatch(attr) if colon else "." in spec
-        if not ok or not _DOTTED.fullmatch(spec.replace(":", ".")):
-            raise ValueError(raw)
-        return spec
-
-
-@dataclass(frozen=True)
-class BootstrapType(ValueType):
-    """``embedded`` or a comma-separated list of ``host[:port]``.
-
-    >>> BootstrapType("").parse("a:9092, b:9093")
-    'a:9092,b:9093'
-    """
-
-    def parse(self, raw: str) -> str:
-        """The servers, spaces removed."""
-        if raw.strip() == "embedded":
-            return "embedded"
-        servers = parse_list(raw)
-        if not servers or not all(
-            re.fullmatch(r"[\w.\-]+(:\d{1,5})?|\[[0-9a-fA-F:]+\]:\d{1,5}", s) for s in servers
-        ):
-            raise ValueError(raw)
-        return ",".join(servers)
-
-
-@dataclass(frozen=True)
-class NamesType(ValueType):
-    """A comma-separated list of names without dots (each becomes a key segment); may be empty.
-
-    >>> NamesType("").parse("snapshot, prom,snapshot")
-    ('snapshot', 'prom')
-    """
-
-    def parse(self, raw: str) -> tuple[str, ...]:
-        """The names, in order, without duplicates."""
-        names = parse_list(raw)
-        if any("." in n for n in names):
-            raise ValueError(raw)
-        return tuple(dict.fromkeys(names))
-
-
-@dataclass(frozen=True)
-class PortType(ValueType):
-    """A TCP port number, 0 to 65535 (0: any free port).
-
-    >>> PortType("").parse("9404")
-    9404
-    """
-
-    def parse(self, raw: str) -> int:
-        """The port."""
-        number = parse_int(raw)
-        if not 0 <= number <= 65535:
-            raise ValueError(raw)
-        return number
-
-
-@dataclass(frozen=True)
-class DirType(ValueType):
-    """A directory path, ``~`` expanded; a relative one stays relative to the working directory.
-
-    >>> DirType("").parse("data/state")
-    PosixPath('data/state')
-    """
-
-    def parse(self, raw: str) -> Path:
-        """The path."""
-        return Path(super().parse(raw)).expanduser()
-
-
-@dataclass(frozen=True)
-class IgnoredType(ValueType):
-    """A Samza key that samzapy accepts and does not use (a warning is logged)."""
-
-
-_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-
-STRING = ValueType("a non-empty string")
-NAME = ValueType("a name")
-PATH = ValueType("a file path")
-DIRECTORY = DirType("a file path")
-BOOL = BoolType("true or false")
-STREAM = StreamType("a stream name system.stream (e.g. kafka.pageviews)")
-STREAM_LIST = StreamListType("a non-empty comma-separated list of system.stream names (e.g. kafka.a,kafka.b)")
-SERDE_REF = ValueType(
-    "a serde name: registered with serializers.registry.<serde>.class or built in "
-    "(" + ", ".join(BUILTIN_SERDES) + ")"
+from samzapy.config.model import JobConfig, ReporterSpec, StoreConfig, StreamConfig
+from samzapy.config.types import (
+    ANY,
+    BOOL,
+    BOOTSTRAP,
+    COMPRESSION,
+    DIRECTORY,
+    IGNORED,
+    NAME,
+    PATH,
+    REPORTER_CLASS,
+    SERDE_CLASS,
+    SERDE_REF,
+    STORE_FACTORY,
+    STREAM,
+    STREAM_LIST,
+    STRING,
+    SYSTEM_FACTORY,
+    IntType,
+    NameListType,
+    NamesType,
+    PortType,
+    TaskClassType,
+    ValueType,
+    choice_type,
+    int_type,
 )
-SERDE_CLASS = ChoiceType(
-    "a serde kind (string, json, integer, long, bytes, avro) or a Samza serde factory "
-    "class such as org.apache.samza.serializers.StringSerdeFactory",
-    SERDE_CLASS_ALIASES,
-)
-STORE_FACTORY = ChoiceType(
-    "rocksdb, inmemory, or a Samza storage engine factory class such as "
-    "org.apache.samza.storage.kv.RocksDbKeyValueStorageEngineFactory",
-    STORE_FACTORY_ALIASES,
-)
-SYSTEM_FACTORY = ChoiceType(
-    "kafka or org.apache.samza.system.kafka.KafkaSystemFactory", SYSTEM_FACTORY_ALIASES
-)
-BOOTSTRAP = BootstrapType("'embedded' or a comma-separated list of host:port")
-REPORTER_CLASS = ChoiceType(
-    "snapshot, prometheus, log, or a Samza reporter factory class such as "
-    "org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory",
-    REPORTER_CLASS_ALIASES,
-)
-ANY = ValueType("any value")
-IGNORED = IgnoredType("any value (ignored by samzapy)")
 
 
 class _FromModel(enum.Enum):
@@ -508,7 +248,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "job.container.count",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Number of containers the tasks are split over; start each with `samzapy run --container-id I`.",
         _JOB,
@@ -516,7 +256,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "job.standbytasks.replication.factor",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Copies of each task's stores: 1 keeps only the owner's; R > 1 also keeps R-1 warm standby copies, "
         "container I holding those of containers I-1 .. I-(R-1) (mod job.container.count), so that a "
@@ -587,7 +327,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "task.window.ms",
-        _int(1, disabled=-1),
+        int_type(1, disabled=-1),
         FROM_MODEL,
         "How often `WindowableTask.window` is called, in milliseconds; -1 never calls it.",
         _TASK,
@@ -595,7 +335,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "task.commit.ms",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "How often offsets, store changelogs and checkpoints are committed, in milliseconds.",
         _TASK,
@@ -603,7 +343,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "task.max.concurrency",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Messages processed at once per task (async tasks); messages of one key stay ordered.",
         _TASK,
@@ -636,7 +376,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "task.callback.timeout.ms",
-        _int(1, disabled=-1),
+        int_type(1, disabled=-1),
         FROM_MODEL,
         "How long an async task may take on one message before the job fails; -1 waits forever.",
         _TASK,
@@ -644,7 +384,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "task.retry.max.attempts",
-        _int(0),
+        int_type(0),
         FROM_MODEL,
         "How many times a failed `process` call is retried before the failure counts.",
         _TASK,
@@ -652,7 +392,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "task.retry.backoff.ms",
-        _int(0),
+        int_type(0),
         FROM_MODEL,
         "Pause before the first retry, in milliseconds; doubled on each further retry.",
         _TASK,
@@ -660,7 +400,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "task.async.queue.size",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Messages an async task may hold (queued in its lanes, delayed or running); when it is full, "
         "fetching of the task's inputs pauses (backpressure).",
@@ -669,7 +409,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         "task.process.delay.ms",
-        _int(0, disabled=-1),
+        int_type(0, disabled=-1),
         FROM_MODEL,
         "Async tasks: process each message no earlier than its timestamp plus this many milliseconds "
         "(a delay queue, bounded by task.async.queue.size); -1 processes at once.",
@@ -698,7 +438,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _S + "default.stream.replication.factor",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Replication factor of topics samzapy creates (changelogs, checkpoints, outputs).",
         _SYS,
@@ -706,7 +446,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _S + "default.stream.partitions",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Partition count of output topics samzapy creates; default: the input partition count.",
         _SYS,
@@ -730,7 +470,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _S + "samza.offset.default",
-        _choice("oldest", "upcoming"),
+        choice_type("oldest", "upcoming"),
         FROM_MODEL,
         "Default of `samza.offset.default` for the system's streams.",
         _SYS,
@@ -786,7 +526,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _T + "samza.priority",
-        _int(),
+        int_type(),
         FROM_MODEL,
         "Inputs of higher priority are read first when several have messages.",
         _STREAM,
@@ -794,7 +534,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _T + "samza.offset.default",
-        _choice("oldest", "upcoming"),
+        choice_type("oldest", "upcoming"),
         "the system's",
         "Where to start reading when there is no checkpoint: the oldest message or only new ones.",
         _STREAM,
@@ -802,7 +542,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _T + "partitions",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Partition count when samzapy creates the stream.",
         _STREAM,
@@ -864,7 +604,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "object.cache.size",
-        _int(0),
+        int_type(0),
         FROM_MODEL,
         "Deserialised objects kept in the store's LRU cache; 0 disables it.",
         _STORE,
@@ -872,7 +612,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "write.batch.size",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Dirty cache entries written to the store (and changelog) in one batch.",
         _STORE,
@@ -901,7 +641,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "local.checkpoint.ms",
-        _int(0),
+        int_type(0),
         FROM_MODEL,
         "Take the store's local checkpoint (RocksDB hard links, where a restore starts) at most "
         "this often, and always at the final commit; 0: at every commit. Larger values make "
@@ -912,7 +652,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "container.cache.size.bytes",
-        _int(0),
+        int_type(0),
         FROM_MODEL,
         "RocksDB block cache of the store, per container: one cache shared by the store's "
         "instances (one per task), holding its index and filter blocks too.",
@@ -921,7 +661,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "container.write.buffer.size.bytes",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "RocksDB memtable budget of the store, per container (shared by its instances: the one "
         "being written is flushed when their total passes it), and each instance's largest memtable.",
@@ -930,7 +670,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "rocksdb.compression",
-        _choice(*ROCKSDB_COMPRESSIONS),
+        COMPRESSION,
         FROM_MODEL,
         "RocksDB block compression.",
         _STORE,
@@ -938,7 +678,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "rocksdb.block.size.bytes",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "RocksDB block size.",
         _STORE,
@@ -946,7 +686,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "rocksdb.ttl.ms",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Entries older than this may be dropped by RocksDB.",
         _STORE,
@@ -954,7 +694,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "restore.engine",
-        _choice("sequential", "spark"),
+        choice_type("sequential", "spark"),
         FROM_MODEL,
         "How the store is rebuilt from its changelog: in the container, or by Spark for large backlogs.",
         _STORE,
@@ -982,7 +722,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _ST + "side.inputs.scope",
-        _choice("partition", "global"),
+        choice_type("partition", "global"),
         FROM_MODEL,
         "`partition`: task N's store holds partition N of each side input (Samza's side inputs); "
         "`global`: one store per container holds every partition and all its tasks read it "
@@ -1016,7 +756,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _R + "interval.seconds",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Snapshot and log reporters: seconds between two reports (one more is sent at stop).",
         _METRICS,
@@ -1024,7 +764,7 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _key(
         _R + "interval",
-        _int(1),
+        int_type(1),
         FROM_MODEL,
         "Samza's name for `interval.seconds`.",
         _METRICS,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 
-from samzapy.config import keys as catalogue
 from samzapy.config.model import ReporterSpec
 from samzapy.config.stores import check_system
+from samzapy.config.types import REPORTER_CLASS
 from samzapy.config.validation import Validation
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def _reporter(check: Validation, system: str, name: str) -> ReporterSpec | None:
             check.problem(
                 "metrics.reporters",
                 f"'{prefix}class' is required: reporter '{name}' is listed in metrics.reporters "
-                f"({check.at('metrics.reporters')}) without a class ({catalogue.REPORTER_CLASS.description})",
+                f"({check.at('metrics.reporters')}) without a class ({REPORTER_CLASS.description})",
             )
             return None
         fields["kind"] = name

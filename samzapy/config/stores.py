@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from samzapy.config import keys as catalogue
 from samzapy.config.keys import model_default
 from samzapy.config.model import StoreConfig
+from samzapy.config.types import STORE_FACTORY
 from samzapy.config.user_code import resolve_processor
 from samzapy.config.validation import Validation
 from samzapy.errors import ConfigError
@@ -47,7 +47,7 @@ def store_configs(
             check.problem(
                 first_key,
                 f"'{prefix}factory' is required: store '{name}' is configured at {check.at(first_key)} "
-                f"without a factory ({catalogue.STORE_FACTORY.description})",
+                f"without a factory ({STORE_FACTORY.description})",
             )
             continue
         fields = check.fields("store", name)

@@ -13,8 +13,9 @@ import logging
 from typing import Any
 
 from samzapy.config import keys as catalogue
-from samzapy.config.keys import IGNORED, KeySpec
+from samzapy.config.keys import KeySpec
 from samzapy.config.properties import Config, config_error
+from samzapy.config.types import IGNORED
 
 log = logging.getLogger(__name__)
 
