@@ -173,12 +173,12 @@ def produce_json(
 
 
 def produce_end_of_stream(bootstrap_servers: str, topic: str) -> int:
-    """Append an ``end-of-stream`` control record (see :mod:`samzapy.jobs.event_time`) to every
+    """Append an ``end-of-stream`` control record (see :mod:`samzapy.operators.event_time`) to every
     partition of ``topic``: event-time jobs then close their last windows and expire their
     last join entries. Returns the number of partitions."""
-    from samzapy.jobs.event_time import end_of_stream_record
     from samzapy.kafka.admin import TopicAdmin
     from samzapy.kafka.producer import Producer
+    from samzapy.operators.event_time import end_of_stream_record
 
     with TopicAdmin(bootstrap_servers) as admin:
         partitions = admin.partition_count(topic)
