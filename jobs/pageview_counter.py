@@ -48,17 +48,6 @@ import time
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
-from samzapy.jobs.event_time import (
-    END_OF_STREAM,
-    IDLE,
-    EventTime,
-    SequenceDedup,
-    StoredCounter,
-    control_of,
-    input_streams,
-    late_bound,
-    lineage_of,
-)
 from samzapy.operators import (
     CountAggregation,
     CountWindows,
@@ -70,6 +59,17 @@ from samzapy.operators import (
     WindowedAggregation,
     count,
     window_id,
+)
+from samzapy.operators.event_time import (
+    END_OF_STREAM,
+    IDLE,
+    EventTime,
+    SequenceDedup,
+    StoredCounter,
+    control_of,
+    input_streams,
+    late_bound,
+    lineage_of,
 )
 
 HOUR_MS = 3_600_000
@@ -94,7 +94,7 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
                 f"tasks' outputs interleave; got watermark.upstream.tasks={upstream}"
             )
             raise ValueError(msg)
-        sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(config)
+        sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(context.inputs)
         self.time = EventTime(store, sources, self.lateness)
         emit = config.get_str("window.emit", "final")
         early = config.get_int("window.early.fire.ms", 0)

@@ -29,8 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
-from samzapy.jobs.event_time import END_OF_STREAM, control_of
 from samzapy.operators import StreamTableJoin, id_from_headers
+from samzapy.operators.event_time import END_OF_STREAM, control_of
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
 from samzapy.stores.versioned import VersionedStore
 

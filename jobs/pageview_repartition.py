@@ -13,7 +13,7 @@ With ``window.idle.timeout.ms`` > 0, a task that has had no input for that long 
 time) broadcasts an ``idle`` control record once, so that downstream windows close without
 it; its next record makes it active again. The decision is in the intermediate stream, so a
 replay of the downstream stage takes it at the same point. See
-:mod:`samzapy.jobs.event_time` and ``docs/patterns/window-aggregation.md``.
+:mod:`samzapy.operators.event_time` and ``docs/patterns/window-aggregation.md``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import time
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
-from samzapy.jobs.event_time import (
+from samzapy.errors import ConfigError
+from samzapy.operators import ID_HEADER, RepartitionError, Watermark
+from samzapy.operators.event_time import (
     CONTROL_HEADER,
     END_OF_STREAM,
     IDLE,
@@ -32,7 +34,6 @@ from samzapy.jobs.event_time import (
     control_of,
     lineage_header,
 )
-from samzapy.operators import ID_HEADER, RepartitionError, Watermark
 from samzapy.operators.keys import MIN_MS
 
 _NOT_FORWARDED = {ID_HEADER, LINEAGE_HEADER, CONTROL_HEADER}
@@ -63,9 +64,14 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
         """Read the config, open the progress store."""
         config = context.config
         self.output = SystemStream.parse(config.get_str("repartition.output.stream", self.output_stream))
-        self.partitions: int = config.get_int(
-            f"systems.{self.output.system}.streams.{self.output.stream}.partitions"
-        )
+        partitions = context.stream(self.output).partitions
+        if partitions is None:
+            msg = (
+                f"set systems.{self.output.system}.streams.{self.output.stream}.partitions: the "
+                "repartition task sends its progress to every partition of its output"
+            )
+            raise ConfigError(msg)
+        self.partitions: int = partitions
         store = context.get_store(config.get_str("repartition.store", "repartition-progress"))
         self.source = str(context.partition)
         self.progress = Watermark(store, namespace=b"rp")

@@ -39,10 +39,10 @@ from typing import Any, Literal
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.aggregators import Aggregator
 from samzapy.operators.emission import EarlyFiring, early_id
-from samzapy.operators.ids import window_id
 from samzapy.operators.keys import decode_ms, encode_ms, escape, unescape, until_inclusive
 from samzapy.operators.watermark import Watermark
 from samzapy.operators.windows import Added, WindowResult
+from samzapy.output_ids import window_id
 from samzapy.stores.base import KeyValueStore
 
 STATE_TAG = b"\x00sk"
@@ -97,7 +97,7 @@ class SlidingAggregation:
 
     Promises:
         * :meth:`close_due` returns every closed window once, ordered by (end, key, start),
-          with its :func:`~samzapy.operators.ids.window_id` as id, and deletes it; re-emitted
+          with its :func:`~samzapy.output_ids.window_id` as id, and deletes it; re-emitted
           after a crash with the same id and bytes.
         * With ``emit="update"``, :meth:`add` returns the new value of every window it changed
           or created (``final=False``; ``late=True`` for windows whose end the watermark

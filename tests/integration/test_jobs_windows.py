@@ -18,10 +18,10 @@ from jobs_support import Feeder, crash_rounds, dedup_by_id, job_config, outputs,
 from support import consume_all, create_topic, header, kill9, start_job, wait_for  # noqa: E402
 
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json  # noqa: E402
-from samzapy.jobs.event_time import CONTROL_HEADER, IDLE  # noqa: E402
 from samzapy.kafka.partitioner import partition_for_key  # noqa: E402
 from samzapy.operators import window_id  # noqa: E402
 from samzapy.operators.count_windows import count_window_id  # noqa: E402
+from samzapy.operators.event_time import CONTROL_HEADER, IDLE  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -199,8 +199,10 @@ def idle_pipeline(tmp_path: Path, broker: str, tag: str) -> tuple[Path, dict, di
     job = start_job(repartition, log=tmp_path / "repartition.log")
     try:
         wait_for(
-            lambda: sum(header(r, CONTROL_HEADER) == IDLE for r in consume_all(broker, topics["by-user"]))
-            >= IDLE_PARTITIONS,
+            lambda: (
+                sum(header(r, CONTROL_HEADER) == IDLE for r in consume_all(broker, topics["by-user"]))
+                >= IDLE_PARTITIONS
+            ),
             timeout=90,
             what="the silent repartition task's idle records",
         )

@@ -16,10 +16,10 @@ from test_operators_support import SortedDictStore  # noqa: E402
 from samzapy.metrics import MetricsGroup  # noqa: E402
 from samzapy.operators.aggregators import count, sum_of  # noqa: E402
 from samzapy.operators.count_windows import CountAggregation, CountWindows, count_window_id  # noqa: E402
-from samzapy.operators.ids import window_id  # noqa: E402
 from samzapy.operators.sliding import SlidingAggregation, SlidingWindows  # noqa: E402
 from samzapy.operators.watermark import Watermark  # noqa: E402
 from samzapy.operators.windows import TumblingWindows, WindowedAggregation  # noqa: E402
+from samzapy.output_ids import window_id  # noqa: E402
 
 
 # ------------------------------------------------------------------ independent computations
