@@ -12,8 +12,8 @@ in either input are ignored (with ``join.time=processing``). Config:
 ``join.time=event`` (issue 19) joins each view with the profile valid at the view's event time
 (``ts``) instead of the latest one: profiles are kept as versions by ``updated_at`` (a delete
 at the record's timestamp) in a versioned table (:mod:`samzapy.stores.versioned`, store
-``join.versioned.store``, default ``zip-versions``, bytes, with a changelog; history
-``join.table.history.ms``, default one day), and a view waits until the profiles' progress
+``join.versioned.store``, default ``zip-versions``, bytes, with a changelog and
+``stores.<store>.versioned.history.ms``), and a view waits until the profiles' progress
 minus ``join.grace.ms`` (default 0: the grace for out-of-order profile updates) has passed its
 time, or the profiles stream has ended (an ``end-of-stream`` control record). The pairs then
 do not depend on how the two inputs interleave: a rerun or a Spark replay gives the same.
@@ -32,9 +32,6 @@ from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStr
 from samzapy.operators import StreamTableJoin, id_from_headers
 from samzapy.operators.event_time import END_OF_STREAM, control_of
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
-from samzapy.stores.versioned import VersionedStore
-
-DAY_MS = 86_400_000
 
 
 class PageViewEnrichTask(StreamTask, InitableTask):
@@ -50,8 +47,9 @@ class PageViewEnrichTask(StreamTask, InitableTask):
             raise ValueError(msg)
         self.temporal: EventTimeStreamTableJoin | None = None
         if mode == "event":
-            store = context.get_store(config.get_str("join.versioned.store", "zip-versions"))
-            table = VersionedStore(store, config.get_int("join.table.history.ms", DAY_MS), namespace=b"zv")
+            name = config.get_str("join.versioned.store", "zip-versions")
+            store = context.get_store(name)
+            table = context.get_versioned_store(name, namespace=b"zv")
             self.temporal = EventTimeStreamTableJoin(
                 table,
                 store,

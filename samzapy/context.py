@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.config.app import AppConfig
 from samzapy.config.model import JobConfig, StreamConfig
 from samzapy.errors import ConfigError
 from samzapy.metrics import MetricsGroup
 from samzapy.streams import SystemStream
+
+if TYPE_CHECKING:
+    from samzapy.stores.versioned import VersionedStore
 
 
 class StoreContext:
@@ -75,6 +78,26 @@ class StoreContext:
     def metrics(self) -> MetricsGroup:
         """The task's metrics group."""
         return self._metrics
+
+    def get_versioned_store(self, name: str, *, namespace: bytes = b"") -> VersionedStore:
+        """Store ``name`` as a versioned table (:class:`~samzapy.stores.versioned.VersionedStore`)
+        keeping ``stores.<name>.versioned.history.ms`` of history; the store holds bytes
+        (no serdes), so other operators may share it under other namespaces.
+
+        Raises:
+            ConfigError: the store is not configured, or has no ``versioned.history.ms``.
+        """
+        from samzapy.stores.versioned import VersionedStore  # the stores package imports this module
+
+        store = self.get_store(name)
+        history = self._job.stores[name].versioned_history_ms
+        if history is None:
+            msg = (
+                f"task {self._task_name} asked for store '{name}' as a versioned table, but "
+                f"stores.{name}.versioned.history.ms is not set; set it to the history to keep, in ms"
+            )
+            raise ConfigError(msg)
+        return VersionedStore(store, history, namespace=namespace)
 
     def get_store(self, name: str) -> Any:
         """The task's instance of store ``name``.

@@ -693,6 +693,15 @@ KEYS: tuple[KeySpec, ...] = (
         field="ttl_ms",
     ),
     _key(
+        _ST + "versioned.history.ms",
+        int_type(0),
+        FROM_MODEL,
+        "Makes the store a versioned table (values by event time, `context.get_versioned_store`): "
+        "versions are kept this long behind the newest update.",
+        _STORE,
+        field="versioned_history_ms",
+    ),
+    _key(
         _ST + "restore.engine",
         choice_type("sequential", "spark"),
         FROM_MODEL,

@@ -72,6 +72,7 @@ class StoreConfig:
     compression: str = "lz4"
     block_size_bytes: int = 4096
     ttl_ms: int | None = None
+    versioned_history_ms: int | None = None  # a versioned table (stores/versioned.py), issue 19
     restore_engine: str = "sequential"  # "sequential" | "spark"
     side_inputs: tuple[SystemStream, ...] = ()  # topics that fill the store (docs/side-inputs.md)
     side_inputs_processor: str | None = None  # module:Callable; None: key and value bytes as they are

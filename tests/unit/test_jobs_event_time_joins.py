@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from samzapy.config import load_config
+from samzapy.errors import ConfigError
 from samzapy.jobs.pageview_enrich import PageViewEnrichTask
 from samzapy.jobs.profile_settings_join import ProfileSettingsJoinTask
 from samzapy.operators.event_time import end_of_stream_record
@@ -75,3 +78,10 @@ def test_table_table_join_time_event_ignores_an_older_update():
     assert len(h.outputs) == 2  # the older profile changed nothing and sent nothing
     assert h.stores["joined"].get("u1")["profile"]["zip"] == "2"
     assert h.metrics.snapshot()["stale-updates"] == 1
+
+
+def test_a_versioned_store_without_its_history_key_is_a_config_error_naming_it():
+    props = dict(load_config(CONFIG / "pageview-enrich-event-time.properties"))
+    del props["stores.zip-versions.versioned.history.ms"]
+    with pytest.raises(ConfigError, match=r"versioned table.*zip-versions\.versioned\.history\.ms"):
+        TaskHarness(PageViewEnrichTask, props)
