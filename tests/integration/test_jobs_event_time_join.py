@@ -1,9 +1,10 @@
 """The event-time stream-table join (join.time=event) on the real dev broker: the same pairs
 for two different interleavings of the same two inputs, exact against an offline as-of
-lookup."""
+lookup, also after 3 kill -9 rounds."""
 
 from __future__ import annotations
 
+import random
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # jobs_support, next to this file
 
-from jobs_support import dedup_by_id, job_config, outputs, run_to_end  # noqa: E402
+from jobs_support import Feeder, crash_rounds, dedup_by_id, job_config, outputs, run_to_end  # noqa: E402
 from support import create_topic  # noqa: E402
 
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json, profiles  # noqa: E402
@@ -102,3 +103,33 @@ def test_event_time_join_gives_the_same_pairs_for_two_interleavings(tmp_path, br
     assert len(want) > 2_000
     assert pairs(broker, first) == want
     assert pairs(broker, second) == want
+
+
+@pytest.mark.crash
+def test_event_time_join_is_exact_after_kill9_rounds(tmp_path, broker):
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    config, topics = deployment(tmp_path, broker, "etj-crash")
+    merged: list[tuple[str, bytes, dict]] = []
+    profiles_left, views_left = list(PROFILES), list(VIEWS)
+    while profiles_left or views_left:  # a random merge keeping each input's own order
+        take_profile = profiles_left and (not views_left or rng.random() < 0.2)
+        topic = topics["profiles"] if take_profile else topics["views"]
+        merged.append((topic, *(profiles_left if take_profile else views_left).pop(0)))
+
+    def produce(chunk: list[tuple[str, bytes, dict]]) -> None:
+        for topic in (topics["profiles"], topics["views"]):
+            produce_json(broker, topic, PARTITIONS, [(k, v) for t, k, v in chunk if t == topic])
+
+    feeder = Feeder(
+        produce,
+        merged,
+        chunks=10,
+        pause_s=0.8,
+        finish=lambda: produce_end_of_stream(broker, topics["profiles"]),
+    )
+    feeder.start()
+    delays = crash_rounds([config], broker, 3, rng, tmp_path / "jobs.log")
+    feeder.join_checked()
+    run_to_end(config)
+    assert pairs(broker, topics) == offline_pairs(), f"seed {seed}, kill delays {delays}"
