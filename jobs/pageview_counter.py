@@ -44,12 +44,21 @@ from samzapy.jobs.event_time import (
 from samzapy.operators import SessionWindows, TumblingWindows, WindowedAggregation, count
 
 HOUR_MS = 3_600_000
+#: The windows' namespace in the store (their key layout: :mod:`samzapy.operators.window_layout`).
+WINDOW_NAMESPACE = b"cw"
 #: Closed windows emitted (and purged) per store scan.
 EMIT_BATCH = 10_000
 
 
 class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
     """Counts page views per user per window; see the module docstring."""
+
+    @classmethod
+    def state_layouts(cls, config: Any) -> dict[str, Any]:
+        """How the window store reads as data (:mod:`samzapy.spark.state_layout`)."""
+        from samzapy.spark.state_layout import WindowLayout
+
+        return {config.get_str("window.store", "pageview-counts"): WindowLayout(WINDOW_NAMESPACE)}
 
     def init(self, context: Any) -> None:
         """Read the config; rebuild the operators over the (restored) store."""
@@ -68,7 +77,12 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(config)
         self.time = EventTime(store, sources, self.lateness)
         self.windows = WindowedAggregation(
-            store, self.assigner, count(), self.time.watermark, namespace=b"cw", metrics=context.metrics
+            store,
+            self.assigner,
+            count(),
+            self.time.watermark,
+            namespace=WINDOW_NAMESPACE,
+            metrics=context.metrics,
         )
         self.dedup = SequenceDedup(store)
         self.output = SystemStream.parse(config.get_str("window.output.stream", "kafka.pageview-counts"))

@@ -179,6 +179,14 @@ class SecondaryDb:
         self.close()
 
 
+def _labelled(
+    db: SecondaryDb, from_key: bytes | None, to_key: bytes | None, prefix: bytes | None
+) -> Iterator[tuple[bytes, int | None, bytes]]:
+    partition = db.partition
+    for key, value in db.entries(from_key, to_key, prefix):
+        yield key, partition, value
+
+
 @dataclass(frozen=True)
 class DbStats:
     """What ``read-rocksdb-tool stats`` shows of one database."""
@@ -288,7 +296,10 @@ class RocksDbKeyValueReader:
         limit: int | None = None,
     ) -> Iterator[tuple[int | None, bytes, bytes]]:
         """(partition, key, value) bytes in key order over every partition read."""
-        streams = [((k, db.partition, v) for k, v in db.entries(from_key, to_key, prefix)) for db in self.dbs]
+        # One generator per database, each bound to its own partition (a generator expression
+        # inside the comprehension would read the loop variable late: every entry labelled
+        # with the last database's partition).
+        streams = [_labelled(db, from_key, to_key, prefix) for db in self.dbs]
         for n, (key, partition, value) in enumerate(heapq.merge(*streams, key=lambda e: e[0])):
             if limit is not None and n >= limit:
                 return
