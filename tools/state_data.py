@@ -82,3 +82,30 @@ def export(
         )
         rows = export_frame(frame, fmt, path)
     click.echo(f"exported {rows:,} keys of store '{store}' ({source}) as {fmt} to {path}")
+
+
+@click.command()
+@config_path_option
+@click.option("--partitions", required=True, type=click.IntRange(min=1), help="The new task count (M).")
+@click.option(
+    "--path",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Base directory of the new local stores (default: job.logged.store.base.dir).",
+)
+@click.option("--master", help="Spark master URL (default: spark-submit's, else local[*]).")
+def reshard(config_path: str, partitions: int, path: Path | None, master: str | None) -> None:
+    """Move every logged store's entries to the task that owns their key among PARTITIONS tasks.
+
+    For a job stopped at the end of its input whose input topics now have PARTITIONS
+    partitions: the changelogs are recreated with PARTITIONS partitions, the local stores
+    rebuilt under PATH and checkpoints written for the new tasks. Stop the job first.
+    """
+    with tool_errors():
+        setup = load_job(config_path)
+        from samzapy.spark.reshard import reshard as run_reshard
+
+        stats = run_reshard(setup.config, partitions, base_dir=path, spark=_spark(master))
+    click.echo(
+        f"resharded {stats.old_tasks} -> {stats.new_tasks} tasks: {stats.keys:,} keys "
+        f"({stats.write.bytes / 1e6:.1f} MB) in {stats.seconds:.1f}s"
+    )

@@ -724,6 +724,15 @@ KEYS: tuple[KeySpec, ...] = (
         _STORE,
     ),
     _key(
+        _ST + "partition.key",
+        STRING,
+        None,
+        "State as data (reshard): `module:function` called with a decoded store key, returning the "
+        "bytes the job's partitioner hashes to find its task. Unset: the key itself, in the input "
+        "key serde. See docs/operations.md, State as data.",
+        _STORE,
+    ),
+    _key(
         _ST + "side.inputs",
         STREAM_LIST,
         None,

@@ -43,7 +43,7 @@ from samzapy.config.model import StoreConfig
 from samzapy.spark import SparkJobError
 from samzapy.spark.bulk_restore import RESULT_SCHEMA, PartitionStats, _ingest, _result_schema, _Target
 from samzapy.spark.sst import SstSink, check_ingestible
-from samzapy.spark.state_layout import KeyValueLayout, Layout, layout_for
+from samzapy.spark.state_layout import KeyValueLayout, layout_for
 
 log = logging.getLogger(__name__)
 
@@ -184,10 +184,11 @@ def rewrite_partitions(
     tasks: int,
     base_dir: Path,
     *,
-    layouts: dict[str, Layout] | None = None,
+    checkpoints: bool = True,
 ) -> WriteStats:
     """Make partitions ``0..tasks-1`` of ``stores`` hold exactly ``entries`` (module doc, steps
-    1-3, ingest and checkpoints); ``entries`` has :data:`ENTRY_SCHEMA`."""
+    1-3, ingest and, unless ``checkpoints`` is false, the task checkpoints); ``entries`` has
+    :data:`ENTRY_SCHEMA`."""
     from samzapy.kafka.broker import resolve_bootstrap_servers
     from samzapy.spark.session import executor_error
 
@@ -213,7 +214,8 @@ def rewrite_partitions(
         stats = WriteStats(_ingest(targets, rows, base_dir, "shared", staging))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    write_checkpoints(job, servers, {(p.store, p.partition): p.offset for p in stats.partitions})
+    if checkpoints:
+        write_checkpoints(job, servers, {(p.store, p.partition): p.offset for p in stats.partitions})
     stats.seconds = time.perf_counter() - started
     log.info(
         "state write: %d keys into %d store partitions, %.1f MB to the changelogs, in %.1fs",
