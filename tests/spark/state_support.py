@@ -66,9 +66,9 @@ def run_counting(config: Path, metrics: Path) -> dict:
     return read_metrics(metrics)
 
 
-def restored(snapshot: dict) -> int:
-    """Changelog records the job replayed at start."""
-    return metric_sum(snapshot, "store.counts.", "restored-messages")
+def restored(snapshot: dict, store: str = "counts") -> int:
+    """Changelog records the job replayed at start into ``store``."""
+    return metric_sum(snapshot, f"store.{store}.", "restored-messages")
 
 
 def changelog_state(broker: str, topic: str) -> dict[int, dict[str, int]]:
