@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
-from samzapy.jobs.event_time import END_OF_STREAM, EventTime, control_of, input_streams
 from samzapy.operators import JoinRegistry, JoinResult, StreamStreamJoin
+from samzapy.operators.event_time import END_OF_STREAM, EventTime, control_of, input_streams
 
 
 def joined_record(click: dict, impression: dict | None) -> dict:
@@ -57,7 +57,7 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
         config = context.config
         self.clicks = config.get_str("join.clicks.stream", "clicks")
         self.impressions = config.get_str("join.impressions.stream", "impressions")
-        inputs = input_streams(config)
+        inputs = input_streams(context.inputs)
         if sorted(inputs) != sorted([self.clicks, self.impressions]):
             msg = (
                 f"task.inputs ({', '.join(inputs)}) must be the clicks stream '{self.clicks}' and "

@@ -31,7 +31,8 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
-from samzapy.jobs.event_time import (
+from samzapy.operators import SessionWindows, TumblingWindows, WindowedAggregation, count
+from samzapy.operators.event_time import (
     END_OF_STREAM,
     EventTime,
     SequenceDedup,
@@ -41,7 +42,6 @@ from samzapy.jobs.event_time import (
     late_bound,
     lineage_of,
 )
-from samzapy.operators import SessionWindows, TumblingWindows, WindowedAggregation, count
 
 HOUR_MS = 3_600_000
 #: The windows' namespace in the store (their key layout: :mod:`samzapy.operators.window_layout`).
@@ -74,7 +74,7 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
             raise ValueError(msg)
         self.lateness = config.get_int("window.allowed.lateness.ms", 0)
         upstream = config.get_int("watermark.upstream.tasks", 0)
-        sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(config)
+        sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(context.inputs)
         self.time = EventTime(store, sources, self.lateness)
         self.windows = WindowedAggregation(
             store,

@@ -9,7 +9,7 @@ streams carry watermark control messages): every forwarded view has a ``samzapy.
 header (source partition, input offset, the source's progress before it), and every
 ``task.window.ms`` the task broadcasts its progress to every partition of the output as a
 ``watermark`` control record; an ``end-of-stream`` record on its input is broadcast too. See
-:mod:`samzapy.jobs.event_time` and ``docs/patterns/window-aggregation.md``.
+:mod:`samzapy.operators.event_time` and ``docs/patterns/window-aggregation.md``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
-from samzapy.jobs.event_time import (
+from samzapy.errors import ConfigError
+from samzapy.operators import ID_HEADER, RepartitionError, Watermark
+from samzapy.operators.event_time import (
     CONTROL_HEADER,
     END_OF_STREAM,
     LINEAGE_HEADER,
@@ -26,7 +28,6 @@ from samzapy.jobs.event_time import (
     control_of,
     lineage_header,
 )
-from samzapy.operators import ID_HEADER, RepartitionError, Watermark
 from samzapy.operators.keys import MIN_MS
 
 _NOT_FORWARDED = {ID_HEADER, LINEAGE_HEADER, CONTROL_HEADER}
@@ -57,9 +58,14 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
         """Read the config, open the progress store."""
         config = context.config
         self.output = SystemStream.parse(config.get_str("repartition.output.stream", self.output_stream))
-        self.partitions: int = config.get_int(
-            f"systems.{self.output.system}.streams.{self.output.stream}.partitions"
-        )
+        partitions = context.stream(self.output).partitions
+        if partitions is None:
+            msg = (
+                f"set systems.{self.output.system}.streams.{self.output.stream}.partitions: the "
+                "repartition task sends its progress to every partition of its output"
+            )
+            raise ConfigError(msg)
+        self.partitions: int = partitions
         store = context.get_store(config.get_str("repartition.store", "repartition-progress"))
         self.source = str(context.partition)
         self.progress = Watermark(store, namespace=b"rp")

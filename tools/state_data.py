@@ -16,7 +16,8 @@ from pathlib import Path
 
 import click
 
-from samzapy.tools.cli import config_path_option, tool_errors
+from samzapy.cli.boundary import Command
+from samzapy.cli.options import config_path_option
 from samzapy.tools.common import BadInputError, load_job
 
 FORMATS = ("parquet", "avro", "json")
@@ -28,8 +29,8 @@ def _spark(master: str | None) -> object:
     return get_spark(master, "samzapy-state")[0]
 
 
-@click.command()
-@config_path_option
+@click.command(cls=Command)
+@config_path_option()
 @click.option("--store", required=True, metavar="NAME", help="The store to export.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="parquet", show_default=True)
 @click.option("--path", required=True, type=click.Path(path_type=Path), help="Output directory (replaced).")
@@ -62,30 +63,29 @@ def export(
     master: str | None,
 ) -> None:
     """Write one row per live key of STORE to PATH (read_state's columns)."""
-    with tool_errors():
-        setup = load_job(config_path)
-        if store not in setup.job.stores:
-            known = ", ".join(setup.job.stores)
-            msg = f"store '{store}' is not in the config {setup.source}: its stores are {known}"
-            raise BadInputError(msg)
-        from samzapy.spark.state_export import export_frame
-        from samzapy.spark.state_read import read_state
+    setup = load_job(config_path)
+    if store not in setup.job.stores:
+        known = ", ".join(setup.job.stores)
+        msg = f"store '{store}' is not in the config {setup.source}: its stores are {known}"
+        raise BadInputError(msg)
+    from samzapy.spark.state_export import export_frame
+    from samzapy.spark.state_read import read_state
 
-        frame = read_state(
-            _spark(master),
-            setup.config,
-            store,
-            source=source,
-            path=db_path,
-            to_checkpoint=to_checkpoint,
-            raw=raw,
-        )
-        rows = export_frame(frame, fmt, path)
+    frame = read_state(
+        _spark(master),
+        setup.config,
+        store,
+        source=source,
+        path=db_path,
+        to_checkpoint=to_checkpoint,
+        raw=raw,
+    )
+    rows = export_frame(frame, fmt, path)
     click.echo(f"exported {rows:,} keys of store '{store}' ({source}) as {fmt} to {path}")
 
 
-@click.command()
-@config_path_option
+@click.command(cls=Command)
+@config_path_option()
 @click.option("--partitions", required=True, type=click.IntRange(min=1), help="The new task count (M).")
 @click.option(
     "--path",
@@ -100,11 +100,10 @@ def reshard(config_path: str, partitions: int, path: Path | None, master: str | 
     partitions: the changelogs are recreated with PARTITIONS partitions, the local stores
     rebuilt under PATH and checkpoints written for the new tasks. Stop the job first.
     """
-    with tool_errors():
-        setup = load_job(config_path)
-        from samzapy.spark.reshard import reshard as run_reshard
+    setup = load_job(config_path)
+    from samzapy.spark.reshard import reshard as run_reshard
 
-        stats = run_reshard(setup.config, partitions, base_dir=path, spark=_spark(master))
+    stats = run_reshard(setup.config, partitions, base_dir=path, spark=_spark(master))
     click.echo(
         f"resharded {stats.old_tasks} -> {stats.new_tasks} tasks: {stats.keys:,} keys "
         f"({stats.write.bytes / 1e6:.1f} MB) in {stats.seconds:.1f}s"

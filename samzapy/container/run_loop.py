@@ -28,7 +28,7 @@ from typing import Any
 from kafka import TopicPartition
 
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
-from samzapy.config import Config, JobConfig, resolve_task_class
+from samzapy.config import JobConfig
 from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
 from samzapy.container.collector import OutputStreams, TaskCollector
@@ -62,13 +62,27 @@ POLL_TIMEOUT_MS = 100
 MAX_POLL_RECORDS = 5000
 
 
+def _policy_fix(failure: MessageFailure) -> str:
+    """How to let the job go on past messages like the one that stopped it."""
+    cause = type(failure.__cause__).__name__ if failure.__cause__ is not None else "Exception"
+    if "could not deserialise" in str(failure):
+        return (
+            "Fix the producer or the stream's serde, or go on past such messages: "
+            "task.drop.deserialization.errors=true skips them, "
+            "task.dead.letter.stream=kafka.<stream> keeps them aside"
+        )
+    return (
+        f"Fix the task (run with -v for the traceback), or go on past such messages: "
+        f"task.ignored.exceptions={cause} skips them, task.dead.letter.stream=kafka.<stream> keeps them aside"
+    )
+
+
 class Container:
     """Runs the tasks of one container of a job until it is stopped or, with
     ``exit_at_end``, until every input has been processed up to the end it had at start."""
 
     def __init__(
         self,
-        config: Config,
         job: JobConfig,
         *,
         container_id: int = 0,
@@ -80,7 +94,6 @@ class Container:
                 f"--container-id {container_id} is out of range: job.container.count is {job.container_count}"
             )
             raise SamzapyError(msg)
-        self.config = config
         self.job = job
         self.container_id = container_id
         self.exit_at_end = exit_at_end
@@ -106,42 +119,50 @@ class Container:
             {s.name: s.local_checkpoint_ms for s in job.stores.values()}, job.commit_ms
         )
         self.status = ContainerStatus()  # for /health
-        self.reporters = Reporters.from_config(config, job, self.registry, self.status, container_id)
+        self.reporters = Reporters.from_job(job, self.registry, self.status, container_id)
 
     # ----------------------------------------------------------------- lifecycle
     def run(self) -> int:
-        """Run to the end; returns the process exit code (0 ok, 1 failure)."""
+        """Run to the end; returns 0 (the exit code of a clean stop).
+
+        Raises:
+            MessageFailure: a message failed and the error policy is to stop; its text says
+                what was committed and how to let the job go on past such messages.
+            SamzapyError, or anything task code raised outside a message (``init``,
+                ``window``): the container closed, nothing since the last commit committed.
+        """
         self._install_signal_handlers()
         try:
             self._start()
-        except SamzapyError as error:
+        except Exception as error:
             self.status.failed(str(error))
             self._close()
             raise
         try:
             self._loop()
             self._commit(final=True)
-            code = 0
         except MessageFailure as failure:
             self.status.failed(str(failure))
             if failure.safe_to_commit:
                 self._commit(final=True)
-                log.error("%s\nstopped after committing every message before it", failure)
+                outcome = "the job stopped after committing every message before it"
             else:
-                log.error(
-                    "%s\nthe failed call had already changed state or sent output, so nothing "
-                    "since the last commit is committed; the next run resumes from that commit",
-                    failure,
+                outcome = (
+                    "the failed call had already changed state or sent output, so nothing since the "
+                    "last commit is committed; the next run resumes from that commit"
                 )
-            code = 1
+            self._close()
+            self._log_summary()
+            stopped = MessageFailure(f"{failure}; {outcome}. {_policy_fix(failure)}", failure.safe_to_commit)
+            raise stopped from failure
         except Exception as error:
-            log.exception("the container failed; nothing since the last commit is committed")
+            # Printed once by the command line's error boundary (traceback with -v / in the log).
             self.status.failed(f"{type(error).__name__}: {error}")
             self._close()
             raise
         self._close()
         self._log_summary()
-        return code
+        return 0
 
     def _install_signal_handlers(self) -> None:
         def handle(signum: int, _frame: Any) -> None:
@@ -198,7 +219,7 @@ class Container:
         serdes = SerdeResolver(job)
         outputs = OutputStreams(serdes, lambda stream: self._ensure_output(stream, task_count))
         policy = ErrorPolicy(job, self._producer)
-        task_class = resolve_task_class(job.task_class, self.config.location("task.class"))
+        task_class = job.task_type  # imported once, when the configuration was parsed
         self._log_start(mine, input_counts, checkpoints)
         adopt_standby_checkpoints(job, mine)  # a failover restores from the standby's checkpoints
         if any(s.restore_engine == "spark" for s in job.stores.values()):
@@ -206,7 +227,7 @@ class Container:
 
             restore_for_container(job, mine, checkpoints)
         self._side_inputs = SideInputs.build(
-            job, self.config, mine, consumer_servers, serdes, self.registry, self.container_id
+            job, mine, consumer_servers, serdes, self.registry, self.container_id
         )
         self._side_inputs.catch_up()  # side-input stores are full before any init() or message
         for partition in mine:
@@ -336,7 +357,7 @@ class Container:
             policy,
             task_metrics,
         )
-        instance.init(StoreContext(name, partition, self.config, stores, task_metrics))
+        instance.init(StoreContext(name, partition, self.job, stores, task_metrics))
         return instance
 
     def _build_inputs(

@@ -203,7 +203,7 @@ Layout = KeyValueLayout | WindowLayout
 
 def layout_for(config: Config, job: JobConfig, store: StoreConfig) -> Layout:
     """The layout of ``store``: the task class's ``state_layouts`` entry, else key-value."""
-    from samzapy.config.task_class import resolve_task_class
+    from samzapy.config import resolve_task_class
 
     task_class = resolve_task_class(job.task_class, config.location("task.class"))
     declared = getattr(task_class, "state_layouts", None)

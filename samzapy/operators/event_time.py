@@ -1,7 +1,9 @@
 """Event time across inputs and stages: control records, lineage headers, per-source watermarks.
 
-The jobs in ``samzapy.jobs`` agree on three conventions, so that event-time results do not
-depend on how the container happens to interleave partitions:
+Event-time jobs (the patterns in ``samzapy.jobs`` and yours) agree on three conventions, so
+that event-time results do not depend on how the container happens to interleave partitions.
+They are runtime conventions, not examples: ``samzapy generate end-of-stream`` writes the
+control records, the Spark replay carries the headers through:
 
 * **Control records** (Samza's control messages): a record with the header
   ``samzapy.control`` is not data. ``end-of-stream`` says its partition will carry no more
@@ -29,16 +31,17 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from samzapy.errors import TaskError
-from samzapy.operators import Watermark
 from samzapy.operators.keys import MAX_MS, MIN_MS, decode_u64, encode_u64
+from samzapy.operators.watermark import Watermark
 from samzapy.stores.base import KeyValueStore
+from samzapy.streams import SystemStream
 from samzapy.task import IncomingMessageEnvelope
 
 CONTROL_HEADER = "samzapy.control"
@@ -265,6 +268,6 @@ class StoredCounter:
         self._store.put(self._key, encode_u64(self.value + n))
 
 
-def input_streams(config: Any) -> list[str]:
-    """The stream names (without system) of ``task.inputs``."""
-    return [item.partition(".")[2] for item in config.get_list("task.inputs")]
+def input_streams(inputs: Iterable[SystemStream]) -> list[str]:
+    """The stream names (without system) of ``inputs`` (a task's ``context.inputs``)."""
+    return [stream.stream for stream in inputs]
