@@ -12,6 +12,7 @@ command runs, with an install hint when it is missing.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -51,6 +52,7 @@ def _spark(master: str | None) -> object:
 )
 @click.option("--raw", is_flag=True, help="Add the stored bytes (key_bytes, value_bytes).")
 @click.option("--master", help="Spark master URL (default: spark-submit's, else local[*]).")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Show progress on stderr.")
 def export(
     config_path: str,
     store: str,
@@ -61,6 +63,7 @@ def export(
     to_checkpoint: bool,
     raw: bool,
     master: str | None,
+    progress: bool,
 ) -> None:
     """Write one row per live key of STORE to PATH (read_state's columns)."""
     setup = load_job(config_path)
@@ -79,6 +82,7 @@ def export(
         path=db_path,
         to_checkpoint=to_checkpoint,
         raw=raw,
+        progress=sys.stderr if progress else None,
     )
     rows = export_frame(frame, fmt, path)
     click.echo(f"exported {rows:,} keys of store '{store}' ({source}) as {fmt} to {path}")
@@ -93,7 +97,8 @@ def export(
     help="Base directory of the new local stores (default: job.logged.store.base.dir).",
 )
 @click.option("--master", help="Spark master URL (default: spark-submit's, else local[*]).")
-def reshard(config_path: str, partitions: int, path: Path | None, master: str | None) -> None:
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Show progress on stderr.")
+def reshard(config_path: str, partitions: int, path: Path | None, master: str | None, progress: bool) -> None:
     """Move every logged store's entries to the task that owns their key among PARTITIONS tasks.
 
     For a job stopped at the end of its input whose input topics now have PARTITIONS
@@ -103,8 +108,10 @@ def reshard(config_path: str, partitions: int, path: Path | None, master: str | 
     setup = load_job(config_path)
     from samzapy.spark.reshard import reshard as run_reshard
 
-    stats = run_reshard(setup.config, partitions, base_dir=path, spark=_spark(master))
+    shown = sys.stderr if progress else None
+    stats = run_reshard(setup.config, partitions, base_dir=path, spark=_spark(master), progress=shown)
     click.echo(
         f"resharded {stats.old_tasks} -> {stats.new_tasks} tasks: {stats.keys:,} keys "
-        f"({stats.write.bytes / 1e6:.1f} MB) in {stats.seconds:.1f}s"
+        f"({stats.write.bytes / 1e6:.1f} MB) in {stats.seconds:.1f}s, "
+        f"{stats.records:,} changelog records read ({stats.rate:,.0f} records/s)"
     )

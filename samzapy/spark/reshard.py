@@ -35,7 +35,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from samzapy.config import Config, JobConfig
 from samzapy.config.model import StoreConfig
@@ -54,6 +54,12 @@ class ReshardStats:
     write: WriteStats
     read_s: float
     seconds: float
+    records: int = 0  # changelog records read
+
+    @property
+    def rate(self) -> float:
+        """Changelog records read per second of the whole reshard."""
+        return self.records / self.seconds if self.seconds else 0.0
 
     @property
     def keys(self) -> int:
@@ -68,8 +74,10 @@ def reshard(
     spark: Any = None,
     base_dir: str | Path | None = None,
     master: str | None = None,
+    progress: TextIO | None = None,
 ) -> ReshardStats:
-    """Re-shard every logged store of the stopped job to ``partitions`` tasks (module doc).
+    """Re-shard every logged store of the stopped job to ``partitions`` tasks (module doc);
+    the read's progress (records, MB, rate, ETA) goes to ``progress`` (default: the log).
 
     Raises:
         SparkJobError: a store cannot be resharded (not RocksDB, an entry without a
@@ -78,7 +86,8 @@ def reshard(
     from samzapy.kafka.broker import resolve_bootstrap_servers
     from samzapy.spark.session import get_spark
     from samzapy.spark.state_layout import layout_for
-    from samzapy.spark.state_read import changelog_sources, job_of, raw_frame
+    from samzapy.spark.state_progress import SparkProgress
+    from samzapy.spark.state_read import changelog_sources, job_of, planned, raw_frame
 
     started = time.perf_counter()
     if partitions < 1:
@@ -92,9 +101,12 @@ def reshard(
     sources = [src for s in stores for src in changelog_sources(job, s, None, to_checkpoint=True)]
     base = Path(base_dir) if base_dir else job.logged_store_base_dir
     staging = base / f".reshard-staging-{uuid.uuid4().hex[:12]}"
-    routed = raw_frame(spark, job, layouts, sources).mapInArrow(_Router(layouts, partitions), ENTRY_SCHEMA)
     try:
-        routed.write.parquet(str(staging))  # step 2
+        with SparkProgress(spark, "reshard read", planned(job, sources), progress) as shown:
+            routed = raw_frame(spark, job, layouts, sources, shown.counters)
+            routed.mapInArrow(_Router(layouts, partitions), ENTRY_SCHEMA).write.parquet(
+                str(staging)
+            )  # step 2
     except Exception as exc:
         from samzapy.spark.session import executor_error
 
@@ -117,7 +129,7 @@ def reshard(
     _drop_old_partitions(base, stores, partitions, old_tasks)
     _write_checkpoints(job, servers, write, partitions, old_tasks)
     shutil.rmtree(staging, ignore_errors=True)
-    stats = ReshardStats(old_tasks, partitions, write, read_s, time.perf_counter() - started)
+    stats = ReshardStats(old_tasks, partitions, write, read_s, time.perf_counter() - started, shown.records)
     log.info(
         "reshard %d -> %d tasks: %d keys of %d stores in %.1fs (read %.1fs)",
         old_tasks,

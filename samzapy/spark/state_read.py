@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from samzapy.config import Config, JobConfig, load_config, parse_job_config
 from samzapy.config.model import StoreConfig
 from samzapy.spark import SparkJobError
 from samzapy.spark.state_layout import ROW_FIELDS, Layout, WindowLayout, layout_for
+from samzapy.spark.state_progress import SparkProgress, planned_records
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,7 @@ def read_state(
     to_checkpoint: bool = False,
     partitions: list[int] | None = None,
     raw: bool = False,
+    progress: TextIO | None = None,
 ) -> Any:
     """One row per live key of ``store`` (module doc) as a DataFrame.
 
@@ -88,6 +90,8 @@ def read_state(
         to_checkpoint: with ``changelog``, stop at each task's checkpointed changelog offset.
         partitions: only these tasks (default: all).
         raw: add the stored bytes as ``key_bytes`` and ``value_bytes``.
+        progress: where the read's progress lines go (records, MB, rate, ETA; default: the
+            log at INFO): :mod:`samzapy.spark.state_progress`.
 
     Raises:
         SparkJobError: unknown store or source, no changelog, nothing on disk.
@@ -102,8 +106,20 @@ def read_state(
     else:
         msg = f"source '{source}' is not one of {', '.join(SOURCES)}"
         raise SparkJobError(msg)
-    frame = raw_frame(spark, job, {store: layout}, sources)
-    return typed_frame(spark, frame, raw, windowed=isinstance(layout, WindowLayout))
+    with SparkProgress(spark, f"read_state {store}", planned(job, sources), progress) as shown:
+        frame = raw_frame(spark, job, {store: layout}, sources, shown.counters)
+        # typing the columns reads everything once (into Spark's cache): the progress is that read
+        return typed_frame(spark, frame, raw, windowed=isinstance(layout, WindowLayout))
+
+
+def planned(job: JobConfig, sources: list[StateSource]) -> int | None:
+    """Changelog records the sources hold (``None`` for stores on disk: unknown)."""
+    from samzapy.kafka.broker import resolve_bootstrap_servers
+
+    ranges = [(s.topic, s.partition, s.stop) for s in sources if s.topic is not None]
+    if len(ranges) < len(sources):
+        return None
+    return planned_records(resolve_bootstrap_servers(job.consumer_bootstrap_servers), ranges)
 
 
 def _store(job: JobConfig, name: str) -> StoreConfig:
@@ -143,8 +159,15 @@ def disk_sources(base: Path, store: StoreConfig, partitions: list[int] | None) -
     return [StateSource(store.name, loc.partition, path=str(loc.path.resolve())) for loc in chosen]
 
 
-def raw_frame(spark: Any, job: JobConfig, layouts: dict[str, Layout], sources: list[StateSource]) -> Any:
-    """The rows of :data:`RAW_SCHEMA`: each source read by one Spark task."""
+def raw_frame(
+    spark: Any,
+    job: JobConfig,
+    layouts: dict[str, Layout],
+    sources: list[StateSource],
+    counters: tuple[Any, Any] | None = None,
+) -> Any:
+    """The rows of :data:`RAW_SCHEMA`: each source read by one Spark task; records and bytes
+    read are added to ``counters`` (Spark accumulators) when given."""
     from samzapy.kafka.broker import resolve_bootstrap_servers
 
     servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
@@ -152,17 +175,29 @@ def raw_frame(spark: Any, job: JobConfig, layouts: dict[str, Layout], sources: l
     rows = [(s.store, s.partition, s.topic, s.stop, s.path) for s in sources]
     schema = "store STRING, partition INT, topic STRING, stop BIGINT, path STRING"
     frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, max(len(rows), 1)), schema)
-    return frame.mapInArrow(SourceReader(layouts, servers, ttl), RAW_SCHEMA)
+    return frame.mapInArrow(SourceReader(layouts, servers, ttl, counters), RAW_SCHEMA)
 
 
 class SourceReader:
     """The executor side: (store, partition, topic, stop, path) rows -> the live entries of each
     source, decoded by the store's layout, in key order."""
 
-    def __init__(self, layouts: dict[str, Layout], servers: str, ttl: dict[str, bool]) -> None:
+    def __init__(
+        self,
+        layouts: dict[str, Layout],
+        servers: str,
+        ttl: dict[str, bool],
+        counters: tuple[Any, Any] | None = None,
+    ) -> None:
         self.layouts = layouts
         self.servers = servers
         self.ttl = ttl
+        self.counters = counters
+
+    def _count(self, records: int, size: int) -> None:
+        if self.counters is not None:
+            self.counters[0].add(records)
+            self.counters[1].add(size)
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         for batch in batches:
@@ -172,9 +207,15 @@ class SourceReader:
 
     def _entries(self, source: StateSource) -> Iterator[tuple[bytes, bytes]]:
         if source.path is not None:
-            return disk_entries(source.path, self.ttl[source.store])
+            return self._counted(disk_entries(source.path, self.ttl[source.store]))
         assert source.topic is not None
-        return iter(sorted(latest_values(self.servers, source.topic, source.partition, source.stop).items()))
+        latest = latest_values(self.servers, source.topic, source.partition, source.stop, self._count)
+        return iter(sorted(latest.items()))
+
+    def _counted(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+        for key, value in entries:
+            self._count(1, len(key) + len(value))
+            yield key, value
 
     def _batches(self, source: StateSource, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[Any]:
         import pyarrow as pa
@@ -204,9 +245,15 @@ def raw_arrow_schema() -> Any:
     return pa.schema(list(zip(names, types, strict=True)))
 
 
-def latest_values(servers: str, topic: str, partition: int, stop: int | None) -> dict[bytes, bytes]:
+def latest_values(
+    servers: str,
+    topic: str,
+    partition: int,
+    stop: int | None,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> dict[bytes, bytes]:
     """The last value per key of a changelog partition up to ``stop`` (exclusive; ``None``:
-    the true end), tombstones applied."""
+    the true end), tombstones applied; ``on_batch(records, bytes)`` after each batch read."""
     from kafka import TopicPartition
 
     from samzapy.kafka.reading import read_partition, reader_consumer
@@ -217,9 +264,13 @@ def latest_values(servers: str, topic: str, partition: int, stop: int | None) ->
         tp = TopicPartition(topic, partition)
         start = consumer.beginning_offsets([tp])[tp]
         for batch in read_partition(consumer, tp, start, stop):
+            size = 0
             for record in batch:
+                size += max(record.serialized_key_size, 0) + max(record.serialized_value_size, 0)
                 if record.key is not None:  # restore ignores records without a key
                     latest[record.key] = record.value
+            if on_batch is not None:
+                on_batch(len(batch), size)
     finally:
         consumer.close()
     return {k: v for k, v in latest.items() if v is not None}

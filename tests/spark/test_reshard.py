@@ -4,6 +4,7 @@ the task that owns it under the new count."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,9 @@ def test_reshard_4_to_8_to_3_keeps_exact_counts_and_leaves_no_key_behind(tmp_pat
         result = CliRunner().invoke(state_storage_tool, args)
         assert result.exit_code == 0, result.output
         assert f"-> {tasks} tasks: {len(counts)} keys" in result.output
+        assert re.search(
+            r"reshard read: [\d,]+/[\d,]+ records \(\d+%\), [\d.]+ MB, [\d,]+ records/s", result.output
+        )
 
         assert_placed(tmp_path, broker, name, tasks, dict(counts))
         checkpoints = read_checkpoints(broker, job.checkpoint_topic)
