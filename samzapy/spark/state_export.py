@@ -23,7 +23,9 @@ def export_frame(frame: Any, fmt: str, path: str | Path) -> int:
     if fmt not in FORMATS:
         msg = f"format '{fmt}' is not one of {', '.join(FORMATS)}"
         raise SparkJobError(msg)
-    target = Path(path)
+    # absolute: Spark's writers resolve a relative path against the JVM's working directory,
+    # which is the driver's at the JVM's start, not necessarily now
+    target = Path(path).resolve()
     if fmt == "avro":
         return _write_avro(frame, target)
     getattr(frame.write.mode("overwrite"), fmt)(str(target))
