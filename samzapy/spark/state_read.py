@@ -109,7 +109,21 @@ def read_state(
     with SparkProgress(spark, f"read_state {store}", planned(job, sources), progress) as shown:
         frame = raw_frame(spark, job, {store: layout}, sources, shown.counters)
         # typing the columns reads everything once (into Spark's cache): the progress is that read
-        return typed_frame(spark, frame, raw, windowed=isinstance(layout, WindowLayout))
+        windowed = isinstance(layout, WindowLayout)
+        known = (
+            (None, None)
+            if windowed
+            else (serde_kind(job, store_config.key_serde), serde_kind(job, store_config.msg_serde))
+        )
+        return typed_frame(spark, frame, raw, windowed=windowed, kinds=known)
+
+
+def serde_kind(job: JobConfig, name: str | None) -> str | None:
+    """The kind (``string``, ``json``, ``avro``...) of the serde called ``name``."""
+    if name is None:
+        return None
+    spec = job.serializers.get(name)
+    return spec.kind if spec is not None else name
 
 
 def planned(job: JobConfig, sources: list[StateSource]) -> int | None:
@@ -284,16 +298,25 @@ def disk_entries(path: str, ttl: bool) -> Iterator[tuple[bytes, bytes]]:
         yield from db.entries()
 
 
-def typed_frame(spark: Any, frame: Any, raw: bool, windowed: bool = False) -> Any:
-    """The raw rows with typed ``key`` and value columns (module doc)."""
+def typed_frame(
+    spark: Any,
+    frame: Any,
+    raw: bool,
+    windowed: bool = False,
+    kinds: tuple[str | None, str | None] = (None, None),
+) -> Any:
+    """The raw rows with typed ``key`` and value columns (module doc). The rows are read once
+    here, into Spark's cache; a column of a serde ``kinds`` names (string, integer, long) has
+    its type from the serde, the others are inferred from their JSON texts."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     started = time.perf_counter()
+    frame.count()  # the read pass (what the progress shows); the inferences below use the cache
     windows = frame.filter(F.col("kind") != "internal") if windowed else frame
-    key_type = _json_type(spark, frame, "key_json")
-    value_type = _json_type(spark, windows, "value_json")
+    key_type = _known_type(kinds[0]) or _json_type(spark, frame, "key_json")
+    value_type = _known_type(kinds[1]) or _json_type(spark, windows, "value_json")
     log.info("state columns typed in %.1fs", time.perf_counter() - started)
     columns = [F.col("store"), F.col("task"), F.col("partition")]
     if windowed:
@@ -310,6 +333,13 @@ def typed_frame(spark: Any, frame: Any, raw: bool, windowed: bool = False) -> An
     if raw:
         columns += [F.col("key_bytes"), F.col("value_bytes")]
     return frame.select(*columns)
+
+
+def _known_type(kind: str | None) -> Any:
+    """The Spark type of the values of a serde kind, when the kind alone says it."""
+    from pyspark.sql.types import LongType, StringType
+
+    return {"string": StringType(), "integer": LongType(), "long": LongType()}.get(kind or "")
 
 
 def _json_type(spark: Any, frame: Any, column: str) -> Any:
