@@ -31,6 +31,7 @@ _JOB_FIELDS = {  # key -> JobConfig field, for keys whose parsed value is stored
     "task.commit.ms": "commit_ms",
     "task.max.concurrency": "max_concurrency",
     "task.drop.deserialization.errors": "drop_deserialization_errors",
+    "task.drop.producer.errors": "drop_producer_errors",
     "task.dead.letter.stream": "dead_letter_stream",
     "task.ignored.exceptions": "ignored_exceptions",
     "task.callback.timeout.ms": "callback_timeout_ms",
