@@ -4,6 +4,7 @@ window -> commit, and shuts down cleanly. Each job of it has a room of its own:
 - ``assignment.py``: which tasks this container runs (and stands by for);
 - ``startup.py``: input partition counts, changelog topics, where each input starts;
 - ``task_builder.py``: a task's stores (restored), context, ``init`` and ``TaskInstance``;
+- ``loop.py``: poll -> process -> window -> commit, until the container stops;
 - ``task_instance.py`` / ``async_runner.py``: a message through ``process`` (sync, async);
 - ``error_policy.py``: what a failed message does (dead-letter, skip, stop);
 - ``commit.py``: the commit's numbered steps; ``fencing.py``: which tasks were taken over.
@@ -19,7 +20,6 @@ import json
 import logging
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from samzapy.container.error_policy import (
 from samzapy.container.fencing import Fence
 from samzapy.container.head_flush import HeadFlusher
 from samzapy.container.inputs import Inputs
+from samzapy.container.loop import RunLoop, positions, processed
 from samzapy.container.side_inputs import SideInputs
 from samzapy.container.standby import StandbyReplicas, adopt_standby_checkpoints
 from samzapy.container.startup import input_partition_counts, log_start, open_inputs, prepare_changelogs
@@ -57,10 +58,6 @@ from samzapy.stores.changelog import KafkaChangelog
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 
 log = logging.getLogger(__name__)
-
-PROGRESS_EVERY_S = 5.0
-POLL_TIMEOUT_MS = 100
-MAX_POLL_RECORDS = 5000
 
 
 class Container:
@@ -92,15 +89,13 @@ class Container:
         self._last_checkpoints: dict[str, TaskCheckpoint] = {}  # the commit's, once it exists
         self._stop_requested = False
         self._signals = 0
-        for name in ("commit-calls", "commit-ns"):  # in every snapshot, before the first commit
+        for name in ("commit-calls", "commit-ns", "window-ns"):  # in every snapshot from the start
             self.metrics.counter(name)
         self._producer: Producer | None = None
         self._inputs: Inputs | None = None
         self._admin: TopicAdmin | None = None
         self._fence: Fence | None = None
         self._commit_step: Commit | None = None
-        self._window_ns = self.metrics.counter("window-ns")
-        self._window_s = job.window_ms / 1000 if job.window_ms else None
         self._async: AsyncRunner | None = None  # runs the AsyncStreamTask tasks, if any
         self._standby: StandbyReplicas | None = None  # warm copies of other containers' stores
         self._side_inputs: SideInputs | None = None  # stores filled from side-input topics
@@ -109,8 +104,6 @@ class Container:
         self._local_checkpoints = LocalCheckpointSchedule(
             {s.name: s.local_checkpoint_ms for s in job.stores.values()}, job.commit_ms
         )
-        self._progress_at = 0.0  # when the last progress line was logged, and the count then
-        self._processed_at_progress = 0
         self.status = ContainerStatus()  # for /health
         self.reporters = Reporters.from_config(config, job, self.registry, self.status, container_id)
 
@@ -282,94 +275,19 @@ class Container:
 
     # ----------------------------------------------------------------- the loop
     def _loop(self) -> None:
-        commit_s = self.job.commit_ms / 1000
-        last_commit = self._progress_at = time.monotonic()
-        while not self._stop_requested:
-            self._side_inputs.pump()  # table updates that arrived are applied before the next poll
-            polled, max_records = self._poll()
-            self._process(polled)
-            if self._head_flusher is not None and polled:
-                self._head_flusher.after_poll(sum(len(records) for _, records in polled), max_records)
-            if self._async is not None:
-                self._async.pump()
-            now = time.monotonic()
-            self._window(now)
-            if now - last_commit >= commit_s or any(t.coordinator.commit_requested for t in self.tasks):
-                self._commit()
-                last_commit = time.monotonic()
-            if self._finished():
-                break
-            if now - self._progress_at >= PROGRESS_EVERY_S:
-                self._log_progress(now)
-
-    def _poll(self) -> tuple[list[Any], int]:
-        """The next records, and how many the poll could have returned. Async tasks get
-        bounded polls, no blocking while they hold work, and no poll at all while full."""
-        runner = self._async
-        if runner is None:
-            return self._inputs.poll(POLL_TIMEOUT_MS, MAX_POLL_RECORDS), MAX_POLL_RECORDS
-        max_records = runner.poll_budget(MAX_POLL_RECORDS)
-        if runner.full:
-            return [], max_records
-        return self._inputs.poll(0 if runner.busy else POLL_TIMEOUT_MS, max_records), max_records
-
-    def _process(self, polled: list[Any]) -> None:
-        """Hand each polled batch to its task; commit where a task asks, right after the call."""
-        runner = self._async
-        for part, records in polled:
-            task = part.task
-            if runner is not None and runner.owns(task):
-                runner.submit(part.ssp, task, records)
-                continue
-            done = 0
-            while done < len(records) and not task.coordinator.shutdown_requested:
-                done = task.process_records(part.ssp, records, done)
-                if task.coordinator.commit_requested:
-                    self._commit()
-            if self._stop_requested or task.coordinator.shutdown_requested:
-                return
-
-    def _window(self, now: float) -> None:
-        """Call ``window`` on each task whose ``task.window.ms`` has passed."""
-        window_s = self._window_s
-        if window_s is None:
-            return
-        if self._async is not None and any(now - t.last_window >= window_s for t in self.tasks):
-            self._async.drain()  # a window call sees no message half-processed
-        for task in self.tasks:
-            if now - task.last_window >= window_s:
-                started = time.perf_counter_ns()
-                task.window()
-                self._window_ns.inc(time.perf_counter_ns() - started)
-
-    def _finished(self) -> bool:
-        """Whether a task asked to shut down or, with ``exit_at_end``, every input is read."""
-        if any(t.coordinator.shutdown_requested for t in self.tasks):
-            log.info("a task asked to shut down")
-            return True
-        self._inputs.note_progress(self._positions())
-        if self.exit_at_end and self._inputs.all_caught_up():
-            log.info("every input reached the end offset it had at start: stopping (--exit-at-end)")
-            return True
-        return False
-
-    def _log_progress(self, now: float) -> None:
-        total = self._processed()
-        rate = (total - self._processed_at_progress) / (now - self._progress_at)
-        log.info(
-            "processed %d messages (%.0f msg/s); lag %s", total, rate, self._inputs.lag(self._positions())
-        )
-        self._processed_at_progress, self._progress_at = total, now
-        self._write_metrics()
-
-    def _positions(self) -> dict[SystemStreamPartition, int]:
-        positions: dict[SystemStreamPartition, int] = {}
-        for task in self.tasks:
-            positions.update(task.offsets)
-        return positions
-
-    def _processed(self) -> int:
-        return sum(t.metrics.counter("messages-actually-processed").value for t in self.tasks)
+        RunLoop(
+            self.job,
+            self.tasks,
+            self._inputs,
+            self._side_inputs,
+            self._async,
+            self._head_flusher,
+            self._commit,
+            lambda: self._stop_requested,
+            self.metrics,
+            self._write_metrics,
+            exit_at_end=self.exit_at_end,
+        ).run()
 
     # ----------------------------------------------------------------- commit
     def _commit(self, *, final: bool = False) -> None:
@@ -397,7 +315,7 @@ class Container:
             self.tasks.remove(task)
             if self._async is not None:
                 self._async.drop(task)
-        self._inputs.drop_tasks(self.tasks, self._positions())
+        self._inputs.drop_tasks(self.tasks, positions(self.tasks))
         if self._head_flusher is not None:
             self._head_flusher.drop(self.tasks)
         if not self.tasks:
@@ -438,7 +356,7 @@ class Container:
     def _log_summary(self) -> None:
         log.info(
             "stopped: %d messages processed, %d commits, %d skipped, %d dead-lettered",
-            self._processed(),
+            processed(self.tasks),
             self.metrics.counter("commit-calls").value,
             sum(t.failures.skipped.value for t in self.tasks),
             sum(t.failures.dead_lettered.value for t in self.tasks),

@@ -17,6 +17,7 @@ from kafka.producer.future import FutureRecordMetadata
 
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka.admin import DEFAULT_DEADLINE_S, attempt_timeout_ms, retry_unreachable
+from samzapy.kafka.fast_append import _PLAIN_ABOVE_BYTES as _FAST_PATH_UNCHECKED_BYTES
 from samzapy.kafka.fast_append import APPENDED, FastAppend, acked_last_offset
 from samzapy.kafka.partitioner import partition_for_key
 
@@ -152,11 +153,15 @@ class Producer:
         self._producer = retry_unreachable(
             lambda: KafkaProducer(**settings), bootstrap_servers, "connect", deadline_s
         )
-        self._fast = FastAppend.for_producer(self._producer)
         #: The largest record this producer sends, in bytes (``max.request.size``).
         self.max_request_size: int = settings.get(
             "max_request_size", KafkaProducer.DEFAULT_CONFIG["max_request_size"]
         )
+        # The fast path leaves the size check to the plain path, which it takes only for
+        # records above its threshold: a smaller limit would go unchecked (and the broker may
+        # take the record), so such a producer sends every record the plain way.
+        small_limit = self.max_request_size <= _FAST_PATH_UNCHECKED_BYTES
+        self._fast = None if small_limit else FastAppend.for_producer(self._producer)
         self._counts: dict[str, int] = {}
         self._pending: list[_Pending] = []
         self._collect_at = _COLLECT_EVERY
