@@ -20,7 +20,7 @@ from samzapy.config import Config, parse_job_config, resolve_task_class
 from samzapy.container.task_builder import TaskBuilder
 from samzapy.container.task_instance import Coordinator
 from samzapy.metrics import MetricsRegistry
-from samzapy.operators.ids import output_id
+from samzapy.output_ids import output_id
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import IncomingMessageEnvelope, OutgoingMessageEnvelope, WindowableTask
 

@@ -65,6 +65,21 @@ class MessageFailure(TaskError):
         self.safe_to_commit = safe_to_commit
 
 
+def how_to_go_on(failure: MessageFailure) -> str:
+    """How to let the job go on past messages like the one that stopped it."""
+    cause = type(failure.__cause__).__name__ if failure.__cause__ is not None else "Exception"
+    if "could not deserialise" in str(failure):
+        return (
+            "Fix the producer or the stream's serde, or go on past such messages: "
+            "task.drop.deserialization.errors=true skips them, "
+            "task.dead.letter.stream=kafka.<stream> keeps them aside"
+        )
+    return (
+        f"Fix the task (run with -v for the traceback), or go on past such messages: "
+        f"task.ignored.exceptions={cause} skips them, task.dead.letter.stream=kafka.<stream> keeps them aside"
+    )
+
+
 def storage_failure_in(exc: BaseException) -> StorageFailure | None:
     """The :class:`StorageFailure` that ``exc`` is or was caused by (``__cause__`` or
     ``__context__``, any depth), else ``None``.

@@ -33,6 +33,7 @@ from samzapy.container.commit import Commit
 from samzapy.container.error_policy import (
     ErrorPolicy,
     MessageFailure,
+    how_to_go_on,
     storage_failure_advice,
     storage_failure_in,
 )
@@ -45,7 +46,7 @@ from samzapy.container.standby import StandbyReplicas, adopt_standby_checkpoints
 from samzapy.container.startup import input_partition_counts, log_start, open_inputs, prepare_changelogs
 from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
 from samzapy.container.task_instance import TaskInstance
-from samzapy.errors import SamzapyError
+from samzapy.errors import SamzapyError, StorageFailure
 from samzapy.health import ContainerStatus
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
@@ -109,48 +110,58 @@ class Container:
 
     # ----------------------------------------------------------------- lifecycle
     def run(self) -> int:
-        """Run to the end; returns the process exit code (0 ok, 1 failure)."""
+        """Run to the end; returns 0 (the exit code of a clean stop).
+
+        Raises:
+            MessageFailure: a message failed and the error policy is to stop; its text says
+                what was committed and how to let the job go on past such messages.
+            SamzapyError, or anything task code raised outside a message (``init``,
+                ``window``): the container closed, nothing since the last commit committed.
+        """
         self._install_signal_handlers()
         try:
             self._start()
-        except SamzapyError as error:
+        except Exception as error:
             self.status.failed(str(error))
             self._close()
             raise
         try:
             self._loop()
             self._commit(final=True)
-            code = 0
         except MessageFailure as failure:
-            self._stopped_by(failure)
-            code = 1
+            raise self._stopped_by(failure) from failure
         except Exception as error:
+            # Printed once by the command line's error boundary (traceback with -v / in the log).
             storage = storage_failure_in(error)
-            if storage is not None:
-                log.error("the container stopped: %s", storage_failure_advice(storage), exc_info=True)
-            else:
-                log.exception("the container failed; nothing since the last commit is committed")
             self.status.failed(f"{type(error).__name__}: {error}")
             self._close()
+            if storage is not None:  # a store failed at a commit's flush, in window(), ...
+                text = f"the container stopped: {storage_failure_advice(storage)}"
+                raise StorageFailure(text, store=storage.store, path=storage.path) from error
             raise
         self._close()
         self._log_summary()
-        return code
+        return 0
 
-    def _stopped_by(self, failure: MessageFailure) -> None:
-        """A message stopped the job: commit what came before it when that is safe."""
+    def _stopped_by(self, failure: MessageFailure) -> MessageFailure:
+        """A message stopped the job: commit what came before it when that is safe, close,
+        and say what was committed and how to go on (the error the command line prints)."""
         self.status.failed(str(failure))
+        storage = storage_failure_in(failure) is not None
         if failure.safe_to_commit:
             self._commit(final=True)
-            log.error("%s\nstopped after committing every message before it", failure)
-        elif storage_failure_in(failure) is not None:
-            log.error("%s\nthe next run resumes from the last commit", failure)
+            outcome = "the job stopped after committing every message before it"
+        elif storage:
+            outcome = "nothing since the last commit is committed; the next run resumes from that commit"
         else:
-            log.error(
-                "%s\nthe failed call had already changed state or sent output, so nothing "
-                "since the last commit is committed; the next run resumes from that commit",
-                failure,
+            outcome = (
+                "the failed call had already changed state or sent output, so nothing since the "
+                "last commit is committed; the next run resumes from that commit"
             )
+        self._close()
+        self._log_summary()
+        fix = "" if storage else f" {how_to_go_on(failure)}"  # no setting skips a storage failure
+        return MessageFailure(f"{failure}; {outcome}.{fix}", failure.safe_to_commit)
 
     def _install_signal_handlers(self) -> None:
         def handle(signum: int, _frame: Any) -> None:
