@@ -16,6 +16,11 @@ partitioner hashes to find the task that owns the entry (used by
   with the stored key escaped as text. Internal entries belong to a task, not to a key: they
   have no partition key.
 
+- :class:`JoinBufferLayout`, :class:`JoinExpiryLayout`: the stores of
+  :class:`~samzapy.operators.stream_join.StreamStreamJoin` (buffered records with their event
+  time, record id and matched flag; the expiry index); :class:`TaskStateLayout`: a store of a
+  task's own state only (no partition key).
+
 A task class names the layouts of its stores with a classmethod
 ``state_layouts(config) -> {store: layout}`` (the page-view counter does); every other store
 is a :class:`KeyValueLayout`.
@@ -150,6 +155,89 @@ class WindowLayout:
         return None
 
 
+@dataclass(frozen=True)
+class JoinBufferLayout:
+    """A side store of :class:`~samzapy.operators.stream_join.StreamStreamJoin`
+    (``escape(key) + time + record_id -> flag + JSON``): ``kind='buffered'`` rows whose value
+    columns are ``event_time``, ``record_id``, ``matched`` and ``value``."""
+
+    def decode(self, key: bytes, value: bytes) -> dict[str, Any]:
+        """The row of one buffered record."""
+        user, offset = unescape(key)
+        body = {
+            "event_time": decode_ms(key, offset),
+            "record_id": key[offset + 8 :].decode(errors="replace"),
+            "matched": value[:1] == b"\x01",
+            "value": _loads(value[1:]),
+        }
+        return _row("buffered", _text(user), body)
+
+    def partition_key(self, key: bytes, value: bytes) -> bytes | None:
+        """The join key."""
+        return unescape(key)[0]
+
+
+@dataclass(frozen=True)
+class JoinExpiryLayout:
+    """The expiry index of a stream-stream join (``close time + side + buffer key -> b""``):
+    ``kind='expiry'`` rows with ``close_at``, ``side`` (``l``/``r``), ``event_time`` and
+    ``record_id``."""
+
+    def decode(self, key: bytes, value: bytes) -> dict[str, Any]:
+        """The row of one index entry."""
+        user, offset = unescape(key, 9)
+        body = {
+            "close_at": decode_ms(key),
+            "side": key[8:9].decode(errors="replace"),
+            "event_time": decode_ms(key, offset),
+            "record_id": key[offset + 8 :].decode(errors="replace"),
+        }
+        return _row("expiry", _text(user), body)
+
+    def partition_key(self, key: bytes, value: bytes) -> bytes | None:
+        """The join key of the indexed record."""
+        return unescape(key, 9)[0]
+
+
+@dataclass(frozen=True)
+class TaskStateLayout:
+    """A store of a task's own state (watermarks, registries of ids): every entry is
+    ``kind='internal'`` with its key and value as escaped text, and belongs to no key (a
+    reshard refuses it rather than guess)."""
+
+    def decode(self, key: bytes, value: bytes) -> dict[str, Any]:
+        """The row of one entry."""
+        return _row("internal", escaped_text(key), escaped_text(value))
+
+    def partition_key(self, key: bytes, value: bytes) -> bytes | None:
+        """None: the entry is the task's, not a key's."""
+        return None
+
+
+def _row(kind: str, key: Any, value: Any) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "key_json": to_json(key),
+        "window_start": None,
+        "window_end": None,
+        "value_json": to_json(value),
+    }
+
+
+def _text(data: bytes) -> Any:
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return data
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return bytes(data)
+
+
 def _window_row(kind: str, user: bytes, start: int, end: int, aggregate: bytes) -> dict[str, Any]:
     try:
         key: Any = user.decode()
@@ -198,7 +286,7 @@ def _call_hook(spec: str, key: Any) -> bytes:
     return result.encode() if isinstance(result, str) else bytes(result)
 
 
-Layout = KeyValueLayout | WindowLayout
+Layout = KeyValueLayout | WindowLayout | JoinBufferLayout | JoinExpiryLayout | TaskStateLayout
 
 
 def layout_for(config: Config, job: JobConfig, store: StoreConfig) -> Layout:

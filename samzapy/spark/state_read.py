@@ -35,7 +35,7 @@ from typing import Any, TextIO
 from samzapy.config import Config, JobConfig, load_config, parse_job_config
 from samzapy.config.model import StoreConfig
 from samzapy.spark import SparkJobError
-from samzapy.spark.state_layout import ROW_FIELDS, Layout, WindowLayout, layout_for
+from samzapy.spark.state_layout import ROW_FIELDS, KeyValueLayout, Layout, WindowLayout, layout_for
 from samzapy.spark.state_progress import SparkProgress, planned_records
 
 log = logging.getLogger(__name__)
@@ -110,11 +110,9 @@ def read_state(
         frame = raw_frame(spark, job, {store: layout}, sources, shown.counters)
         # typing the columns reads everything once (into Spark's cache): the progress is that read
         windowed = isinstance(layout, WindowLayout)
-        known = (
-            (None, None)
-            if windowed
-            else (serde_kind(job, store_config.key_serde), serde_kind(job, store_config.msg_serde))
-        )
+        keyed = isinstance(layout, KeyValueLayout)  # serdes alone say the columns' types
+        serdes = (store_config.key_serde, store_config.msg_serde) if keyed else (None, None)
+        known = (serde_kind(job, serdes[0]), serde_kind(job, serdes[1]))
         return typed_frame(spark, frame, raw, windowed=windowed, kinds=known)
 
 

@@ -216,3 +216,52 @@ def _exported_keys(out: Path, fmt: str) -> set[str]:
         for path in out.glob("part-*.json")
         for line in path.read_text().splitlines()
     }
+
+
+def test_stream_join_buffers_read_as_records_equal_to_the_scan(tmp_path, broker, spark, topic_name):
+    """The ad-click join stopped before the end of its streams: its buffered clicks and
+    impressions and its expiry index read as records; its own state (watermarks, registry) as
+    internal text."""
+    from samzapy.generate import AdSpec, ads
+    from samzapy.operators.keys import decode_ms, unescape
+
+    tag = f"rs-ad-{abs(hash(topic_name)) % 10**6}"
+    topics = {name: f"{name}-{tag}" for name in ("impressions", "clicks", "joined", "unjoined")}
+    impressions, clicks = ads(AdSpec(impressions=400, orphan_clicks=10, seed=4))
+    produce_json(broker, topics["impressions"], PARTITIONS, impressions)
+    produce_json(broker, topics["clicks"], PARTITIONS, clicks)
+    config = job_config(
+        tmp_path,
+        broker,
+        "ad-click-join.properties",
+        tag,
+        {
+            "task.inputs": f"kafka.{topics['impressions']},kafka.{topics['clicks']}",
+            "join.clicks.stream": topics["clicks"],
+            "join.impressions.stream": topics["impressions"],
+            "join.output.stream": f"kafka.{topics['joined']}",
+            "join.unjoined.stream": f"kafka.{topics['unjoined']}",
+        },
+    )
+    run_to_end(config)  # no end-of-stream: records of the last window stay buffered
+    base = tmp_path / f"state-ad-click-join-{tag}"
+    for store in ("click-buffer", "impression-buffer", "join-expiry", "join-state"):
+        scanned = scan(config, base, store)
+        assert scanned, store
+        rows = rows_of(read_state(spark, config, store, raw=True))
+        got = sorted((r["partition"], bytes(r["key_bytes"]), bytes(r["value_bytes"])) for r in rows)
+        assert got == sorted((e["partition"], _bytes(e["key"]), _bytes(e["value"])) for e in scanned), store
+        for row in rows:
+            key, value = bytes(row["key_bytes"]), bytes(row["value_bytes"])
+            if store == "join-state":
+                assert (row["key"], row["value"]) == (escaped_text(key), escaped_text(value))
+                continue
+            offset = 9 if store == "join-expiry" else 0
+            user, at = unescape(key, offset)
+            assert row["key"] == user.decode()
+            assert (row["event_time"], row["record_id"]) == (decode_ms(key, at), key[at + 8 :].decode())
+            if store == "join-expiry":
+                assert (row["close_at"], row["side"]) == (decode_ms(key), key[8:9].decode())
+            else:
+                assert row["matched"] == (value[:1] == b"\x01")
+                assert _no_nulls(row["value"]) == _no_nulls(orjson.loads(value[1:]))
