@@ -30,6 +30,7 @@ BENCHMARKS = {
     "window_kinds": "benchmarks.bench_window_kinds",
     "restore": "benchmarks.bench_restore",
     "spark_restore": "benchmarks.bench_spark_restore",
+    "state_data": "benchmarks.bench_state_data",
     "stream_join": "benchmarks.bench_stream_join",
     "state_memory": "benchmarks.bench_state_memory",
     "larger_than_ram": "benchmarks.bench_larger_than_ram",

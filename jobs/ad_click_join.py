@@ -52,6 +52,19 @@ def joined_record(click: dict, impression: dict | None) -> dict:
 class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
     """Joins clicks (left) to impressions (right) by impression id; see the module docstring."""
 
+    @classmethod
+    def state_layouts(cls, config: Any) -> dict[str, Any]:
+        """How the stores read as data (:mod:`samzapy.spark.state_layout`)."""
+        from samzapy.spark.state_layout import JoinBufferLayout, JoinExpiryLayout, TaskStateLayout
+
+        buffer = JoinBufferLayout()
+        return {
+            "click-buffer": buffer,
+            "impression-buffer": buffer,
+            "join-expiry": JoinExpiryLayout(),
+            "join-state": TaskStateLayout(),
+        }
+
     def init(self, context: Any) -> None:
         """Read the config; rebuild the join, registry and watermarks over the restored stores."""
         config = context.config

@@ -73,12 +73,22 @@ from samzapy.operators.event_time import (
 )
 
 HOUR_MS = 3_600_000
+#: The windows' namespace in the store (their key layout: :mod:`samzapy.operators.window_layout`).
+WINDOW_NAMESPACE = b"cw"
 #: Closed windows emitted (and purged) per store scan.
 EMIT_BATCH = 10_000
 
 
 class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
     """Counts page views per user per window; see the module docstring."""
+
+    @classmethod
+    def state_layouts(cls, config: Any) -> dict[str, Any]:
+        """How the window store reads as data (:mod:`samzapy.spark.state_layout`; the tumbling
+        and hopping windows' layout: sliding and count windows are not described yet)."""
+        from samzapy.spark.state_layout import WindowLayout
+
+        return {config.get_str("window.store", "pageview-counts"): WindowLayout(WINDOW_NAMESPACE)}
 
     def init(self, context: Any) -> None:
         """Read the config; rebuild the operators over the (restored) store."""
@@ -236,14 +246,16 @@ def _assigner(config: Any) -> Any:
 
 
 def _operator(store, assigner, watermark, emit: str, early: int, lateness: int, context) -> Any:
-    """The window operator for ``assigner`` over ``store`` (namespace ``cw``)."""
+    """The window operator for ``assigner`` over ``store`` (namespace :data:`WINDOW_NAMESPACE`)."""
     if isinstance(assigner, CountWindows):
-        return CountAggregation(store, assigner, count(), emit=emit, early_fire_ms=early, namespace=b"cw")
+        return CountAggregation(
+            store, assigner, count(), emit=emit, early_fire_ms=early, namespace=WINDOW_NAMESPACE
+        )
     options = {
         "emit": emit,
         "early_fire_ms": early,
         "watermark_lateness_ms": lateness,
-        "namespace": b"cw",
+        "namespace": WINDOW_NAMESPACE,
         "metrics": context.metrics,
     }
     if isinstance(assigner, SlidingWindows):

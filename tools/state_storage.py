@@ -209,3 +209,14 @@ def _print_verify_json(report: VerifyReport) -> None:
                 }
             )
         )
+
+
+def _register_state_data() -> None:
+    """``export`` and ``reshard`` (Spark) live in :mod:`samzapy.tools.state_data`."""
+    from samzapy.tools.state_data import export, reshard
+
+    main.add_command(export)
+    main.add_command(reshard)
+
+
+_register_state_data()

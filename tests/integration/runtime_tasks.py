@@ -21,3 +21,11 @@ class DeliveryOrderTask(StreamTask):
                 ORDER, key=str(envelope.partition), message=record, partition=envelope.partition
             )
         )
+
+
+class EchoTask(StreamTask):
+    """Sends every message, as it is, to ``<input stream>-out`` with the same key."""
+
+    def process(self, envelope, collector, coordinator) -> None:
+        out = SystemStream("kafka", f"{envelope.stream}-out")
+        collector.send(OutgoingMessageEnvelope(out, key=envelope.key, message=envelope.message))

@@ -29,3 +29,22 @@ class CountingTask(StreamTask, InitableTask):
         self.store.put(user, count)
         message = {"user_id": user, "count": count, "view_id": view["view_id"]}
         collector.send(OutgoingMessageEnvelope(self.output, key=user, message=message))
+
+
+class UserRecordTask(StreamTask, InitableTask):
+    """Keeps a record per user in store ``users`` (Avro values: ``user_id``, ``views``, and
+    whatever else the schema has) and sends ``{"user_id", "views", "record"}`` on every view."""
+
+    def init(self, context) -> None:
+        """Find the store and the output stream."""
+        self.store = context.get_store("users")
+        self.output = SystemStream.parse(context.config.get_str("app.output"))
+
+    def process(self, envelope, collector, coordinator) -> None:
+        """Count the view in the user's record (a copy: stored values are not mutated)."""
+        user = envelope.message["user_id"]
+        record = dict(self.store.get(user) or {"user_id": user, "views": 0})
+        record["views"] += 1
+        self.store.put(user, record)
+        message = {"user_id": user, "views": record["views"], "record": record}
+        collector.send(OutgoingMessageEnvelope(self.output, key=user, message=message))

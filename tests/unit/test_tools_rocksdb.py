@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -162,6 +163,14 @@ def test_db_path_may_be_the_store_dir_or_a_partition_dir(job_dir):
             ],
         )
         assert result.stdout.strip() == "7: 70", result.output
+
+
+def test_scan_json_names_the_partition_of_each_entry(job_dir):
+    result = run(job_dir, "scan", "--db-name", "strings", "-q", "--format", "json")
+    assert result.exit_code == 0, result.output
+    entries = [orjson.loads(line) for line in result.stdout.splitlines()]
+    found = {e["key"]: e["partition"] for e in entries}
+    assert found == {"a": 0, "ab": 0, "b": 0, "c": 0, "p1-key": 1}
 
 
 def test_scan_orders_keys_and_applies_from_to_prefix_limit(job_dir):

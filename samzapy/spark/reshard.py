@@ -1,0 +1,274 @@
+"""Re-shard a stopped job's state to a new partition count (``state-storage-tool reshard``).
+
+For a job stopped at the end of its input whose input topics now have M partitions (more or
+fewer than its N tasks), every entry of every logged store moves to the task that will
+receive its key under M: the task ``partition_for_key(partition_key, M)`` of the job's own
+partitioner, where the partition key comes from the store's layout
+(:mod:`samzapy.spark.state_layout`: the key itself for stores keyed by the input key, the
+user key inside a window, or the hook ``stores.<store>.partition.key``).
+
+Steps, in order:
+
+1. read every store's committed state (each task's changelog up to its checkpointed offset)
+   and route each entry to its new task; an entry with no partition key (a task's own
+   bookkeeping, e.g. a window store's watermarks) stops the reshard before anything changes;
+2. stage the routed entries as Parquet under the base directory (the only copy of the state
+   between steps 3 and 4: on a failure there, the message names it);
+3. delete each changelog topic and create it again with M partitions (Kafka cannot remove
+   partitions, and the dev broker cannot add them);
+4. write the entries: changelog partitions, SST files ingested into
+   ``<base>/<store>/Partition_<0..M-1>`` with local checkpoints (:mod:`samzapy.spark.state_write`);
+   the store partitions ``M..N-1`` are deleted from disk: no task will see their keys again;
+5. write checkpoints for tasks ``0..M-1`` (the new changelog offsets; an input offset is
+   kept only where the input partition still holds at least that many records, so a topic
+   that was recreated is read from its start by ``samza.offset.default``) and delete those
+   of tasks ``M..N-1``.
+
+Change the input topics first (step 5 looks at them), then reshard, then start the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from samzapy.config import Config, JobConfig
+from samzapy.config.model import StoreConfig
+from samzapy.spark import SparkJobError
+from samzapy.spark.state_write import ENTRY_SCHEMA, WriteStats, entry_arrow_schema, rewrite_partitions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReshardStats:
+    """What a reshard did."""
+
+    old_tasks: int
+    new_tasks: int
+    write: WriteStats
+    read_s: float
+    seconds: float
+    records: int = 0  # changelog records read
+
+    @property
+    def rate(self) -> float:
+        """Changelog records read per second of the whole reshard."""
+        return self.records / self.seconds if self.seconds else 0.0
+
+    @property
+    def keys(self) -> int:
+        """Keys moved (all of them)."""
+        return self.write.keys
+
+
+def reshard(
+    config: str | Path | Config,
+    partitions: int,
+    *,
+    spark: Any = None,
+    base_dir: str | Path | None = None,
+    master: str | None = None,
+    progress: TextIO | None = None,
+) -> ReshardStats:
+    """Re-shard every logged store of the stopped job to ``partitions`` tasks (module doc);
+    the read's progress (records, MB, rate, ETA) goes to ``progress`` (default: the log).
+
+    Raises:
+        SparkJobError: a store cannot be resharded (not RocksDB, an entry without a
+            partition key), or a step failed (the message says what state things are in).
+    """
+    from samzapy.kafka.broker import resolve_bootstrap_servers
+    from samzapy.spark.session import get_spark
+    from samzapy.spark.state_layout import layout_for
+    from samzapy.spark.state_progress import SparkProgress
+    from samzapy.spark.state_read import changelog_sources, job_of, planned, raw_frame
+
+    started = time.perf_counter()
+    if partitions < 1:
+        raise SparkJobError(f"--partitions {partitions}: a job needs at least 1 task")
+    raw_config, job = job_of(config)
+    stores = _logged_stores(job)
+    spark = spark or get_spark(master, "samzapy-reshard")[0]
+    servers = resolve_bootstrap_servers(job.producer_bootstrap_servers)
+    old_tasks = _old_task_count(servers, stores)
+    layouts = {s.name: layout_for(raw_config, job, s) for s in stores}
+    sources = [src for s in stores for src in changelog_sources(job, s, None, to_checkpoint=True)]
+    base = Path(base_dir) if base_dir else job.logged_store_base_dir
+    staging = base / f".reshard-staging-{uuid.uuid4().hex[:12]}"
+    try:
+        with SparkProgress(spark, "reshard read", planned(job, sources), progress) as shown:
+            routed = raw_frame(spark, job, layouts, sources, shown.counters)
+            routed.mapInArrow(_Router(layouts, partitions), ENTRY_SCHEMA).write.parquet(
+                str(staging)
+            )  # step 2
+    except Exception as exc:
+        from samzapy.spark.session import executor_error
+
+        shutil.rmtree(staging, ignore_errors=True)
+        raise SparkJobError(
+            f"reshard: nothing changed; reading the state failed: {executor_error(exc)}"
+        ) from exc
+    read_s = time.perf_counter() - started
+    try:
+        _recreate_changelogs(servers, stores, partitions)  # step 3
+        entries = spark.read.parquet(str(staging))
+        write = rewrite_partitions(spark, entries, job, stores, partitions, base, checkpoints=False)
+    except Exception as exc:
+        msg = (
+            f"reshard failed after the changelogs were recreated: {exc}. The state is staged in "
+            f"{staging} (Parquet, columns store/partition/key/value, partitions already the new ones): "
+            "run the reshard again"
+        )
+        raise SparkJobError(msg) from exc
+    _drop_old_partitions(base, stores, partitions, old_tasks)
+    _write_checkpoints(job, servers, write, partitions, old_tasks)
+    shutil.rmtree(staging, ignore_errors=True)
+    stats = ReshardStats(old_tasks, partitions, write, read_s, time.perf_counter() - started, shown.records)
+    log.info(
+        "reshard %d -> %d tasks: %d keys of %d stores in %.1fs (read %.1fs)",
+        old_tasks,
+        partitions,
+        stats.keys,
+        len(stores),
+        stats.seconds,
+        read_s,
+    )
+    return stats
+
+
+def _logged_stores(job: JobConfig) -> list[StoreConfig]:
+    from samzapy.spark.sst import check_ingestible
+
+    stores = [s for s in job.stores.values() if s.changelog is not None]
+    if not stores:
+        raise SparkJobError("the job has no logged store (stores.<name>.changelog): nothing to reshard")
+    for store in stores:
+        check_ingestible(store)
+    for store in job.stores.values():
+        if store.changelog is None and not store.has_side_inputs:
+            log.warning("store '%s' has no changelog: its local state is not moved", store.name)
+    return stores
+
+
+def _old_task_count(servers: str, stores: list[StoreConfig]) -> int:
+    from samzapy.kafka.admin import TopicAdmin
+
+    with TopicAdmin(servers) as admin:
+        counts = {s.name: admin.partition_count(s.changelog.stream) for s in stores if s.changelog}
+    if None in counts.values() or len(set(counts.values())) != 1:
+        msg = f"the changelogs must all exist with one partition per task; found partition counts {counts}"
+        raise SparkJobError(msg)
+    return next(iter(counts.values()))  # type: ignore[return-value]
+
+
+class _Router:
+    """Executor side of step 1: raw state rows -> ENTRY_SCHEMA rows of the new task."""
+
+    def __init__(self, layouts: dict[str, Any], partitions: int) -> None:
+        self.layouts, self.partitions = layouts, partitions
+
+    def __call__(self, batches: Any) -> Any:
+        import pyarrow as pa
+
+        from samzapy.kafka.partitioner import partition_for_key
+        from samzapy.spark.state_layout import escaped_text
+
+        schema = entry_arrow_schema()
+        for batch in batches:
+            names = ("store", "key_bytes", "value_bytes")
+            stores, keys, values = (batch.column(n).to_pylist() for n in names)
+            routed = []
+            for store, key, value in zip(stores, keys, values, strict=True):
+                partition_key = self.layouts[store].partition_key(key, value)
+                if partition_key is None:
+                    msg = (
+                        f"store '{store}' holds the entry {escaped_text(key)} that belongs to no key "
+                        "(a task's own state): it cannot be moved by key. Name a function that gives "
+                        f"its partition key with stores.{store}.partition.key"
+                    )
+                    raise SparkJobError(msg)
+                routed.append(partition_for_key(partition_key, self.partitions))
+            columns = {"store": stores, "partition": routed, "key": keys, "value": values}
+            yield pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+def _recreate_changelogs(servers: str, stores: list[StoreConfig], partitions: int) -> None:
+    from samzapy.kafka.admin import TopicAdmin
+
+    with TopicAdmin(servers) as admin:
+        for store in stores:
+            assert store.changelog is not None
+            topic = store.changelog.stream
+            admin.delete_topic(topic)
+            deadline = time.monotonic() + 30
+            while admin.partition_count(topic) is not None:  # deletion is asynchronous on Kafka
+                if time.monotonic() > deadline:
+                    raise SparkJobError(f"changelog topic '{topic}' was deleted but still exists after 30s")
+                time.sleep(0.2)
+            admin.ensure_topic(topic, partitions, compact=True, expect_partitions=partitions)
+            log.info("changelog %s recreated with %d partitions", topic, partitions)
+
+
+def _drop_old_partitions(base: Path, stores: list[StoreConfig], partitions: int, old_tasks: int) -> None:
+    from samzapy.stores.checkpoints import LocalCheckpoints
+    from samzapy.stores.factory import store_dir
+
+    for store in stores:
+        for partition in range(partitions, old_tasks):
+            live = store_dir(base, store.name, partition)
+            LocalCheckpoints(live, store.changelog.stream if store.changelog else "", partition).delete_all()
+            shutil.rmtree(live, ignore_errors=True)
+
+
+def _write_checkpoints(
+    job: JobConfig, servers: str, write: WriteStats, partitions: int, old_tasks: int
+) -> None:
+    from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
+    from samzapy.kafka.producer import Producer
+
+    current = read_checkpoints(servers, job.checkpoint_topic)
+    generation = max((c.generation for c in current.values()), default=0)
+    ends = _input_ends(servers, job, partitions)
+    producer = Producer(servers)
+    try:
+        writer = CheckpointWriter(producer, job.checkpoint_topic)
+        for partition in range(partitions):
+            name = f"Partition {partition}"
+            old = current.get(name) or TaskCheckpoint(name)
+            inputs = {ssp: o for ssp, o in old.input_offsets.items() if ends.get(ssp, -1) >= o}
+            changelogs = {p.store: p.offset for p in write.partitions if p.partition == partition}
+            writer.write(TaskCheckpoint(name, inputs, changelogs, generation))
+        for partition in range(partitions, old_tasks):
+            producer.send(job.checkpoint_topic, f"Partition {partition}".encode(), None, partition=0)
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def _input_ends(servers: str, job: JobConfig, partitions: int) -> dict[Any, int]:
+    """The true end offset of every input partition the new tasks read."""
+    from kafka import TopicPartition
+
+    from samzapy.kafka.admin import TopicAdmin
+    from samzapy.kafka.reading import reader_consumer
+    from samzapy.spark.kafka_source import true_end_offset
+    from samzapy.streams import SystemStreamPartition
+
+    ends: dict[Any, int] = {}
+    consumer = reader_consumer(servers)
+    try:
+        with TopicAdmin(servers) as admin:
+            for stream in job.inputs:
+                count = admin.partition_count(stream.stream) or 0
+                for partition in range(min(count, partitions)):
+                    end = true_end_offset(consumer, TopicPartition(stream.stream, partition))
+                    ends[SystemStreamPartition(stream.system, stream.stream, partition)] = end
+    finally:
+        consumer.close()
+    return ends
