@@ -85,14 +85,6 @@ class ReplaySettings:
     staging: str = ""
 
 
-class _DiscardingChangelog:
-    """Keeps the logged layer in the store chain (as in streaming) without sending each write:
-    a replay publishes the final state once, at its end."""
-
-    def send(self, key: bytes, value: bytes | None) -> None:
-        """Drop the change."""
-
-
 def run_partition(plans: Iterator[TaskPlan], settings: ReplaySettings) -> Iterator[dict[str, Any]]:
     """``mapPartitions`` entry point: run each plan of the Spark partition (there is one)."""
     for plan in plans:
@@ -194,6 +186,7 @@ def _build_instance(
     from samzapy.context import StoreContext
     from samzapy.metrics import MetricsRegistry
     from samzapy.serdes import SerdeResolver
+    from samzapy.stores.changelog import DiscardingChangelog
     from samzapy.stores.factory import build_store
     from samzapy.streams import SystemStreamPartition, task_name_for
 
@@ -212,7 +205,9 @@ def _build_instance(
             base_dir=work,
             key_serde=key_serde,
             msg_serde=msg_serde,
-            changelog=_DiscardingChangelog() if store_config.changelog is not None else None,
+            # the logged layer stays (as in streaming) but sends nothing: a replay publishes
+            # the final state once, at its end
+            changelog=DiscardingChangelog() if store_config.changelog is not None else None,
             metrics=registry.group(f"store.{store_config.name}.{name}"),
         )
 
