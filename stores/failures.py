@@ -122,21 +122,32 @@ def storage_failure(exc: BaseException, db_dir: Path, doing: str) -> StorageFail
     return StorageFailure(message, store=store, path=file or str(db_dir))
 
 
-def check_iterator(it: Any, db_dir: Path, read: int) -> None:
-    """After a RocksDB iterator's ``valid()`` turned false: fail if the walk stopped on an
-    error (a corrupted block, an unreadable file) rather than at the end of the keys.
+def iterator_failure(it: Any, db_dir: Path, read: int) -> StorageFailure | None:
+    """After a RocksDB iterator's ``valid()`` turned false: the failure if the walk stopped on
+    an error (a corrupted block, an unreadable file) rather than at the end of the keys.
 
     RocksDB ends an iterator that meets an error as if the keys had ended; only ``status()``
-    tells. Without this check a scan would return partial data as complete.
-
-    Raises:
-        StorageFailure: the iterator failed after ``read`` entries.
+    tells. Without this check a scan would return partial data as complete. The failure is
+    returned, not raised, so that the caller can drop the iterator first (a traceback would
+    keep it, and with it the database and its lock, alive).
     """
     try:
         it.status()
     except Exception as exc:
         if not is_rocksdb_error(exc):
             raise
-        raise storage_failure(
+        return storage_failure(
             exc, db_dir, f"iterating (after {read:,} entries; what was read is incomplete)"
-        ) from exc
+        )
+    return None
+
+
+def check_iterator(it: Any, db_dir: Path, read: int) -> None:
+    """Raise :func:`iterator_failure`'s failure, if any (for a caller that keeps ``it`` anyway).
+
+    Raises:
+        StorageFailure: the iterator failed after ``read`` entries.
+    """
+    failure = iterator_failure(it, db_dir, read)
+    if failure is not None:
+        raise failure

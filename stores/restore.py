@@ -151,7 +151,7 @@ def _load_verified(raw: RawStore, checkpoint: LocalCheckpoint) -> bool:
             "local checkpoint %s is damaged, not used (deleted; trying an older one, else the "
             "changelog): %s",
             checkpoint.path,
-            exc,
+            str(exc),  # not the exception: its traceback would keep the damaged database open
         )
         return False
     log.info(

@@ -22,6 +22,7 @@ import shutil
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from rocksdict import Checkpoint, Rdict, ReadOptions, WriteBatch
 
@@ -30,8 +31,8 @@ from samzapy.stores.base import Entry, KeyValueIterator, RawStore, ReadView
 from samzapy.stores.failures import (
     CORRUPTION,
     OTHER,
-    check_iterator,
     is_rocksdb_error,
+    iterator_failure,
     kind_of,
     status_text,
     storage_failure,
@@ -152,7 +153,7 @@ class RocksDBStore(RawStore):
         try:
             return open_rdict(self.path, self.options, self.lock_timeout_s)
         except StoreCorruptError as exc:
-            log.warning("%s; wiping it, the changelog restore rebuilds it", exc)
+            log.warning("%s; wiping it, the changelog restore rebuilds it", str(exc))
             shutil.rmtree(self.path, ignore_errors=True)
             return open_rdict(self.path, self.options, self.lock_timeout_s)
 
@@ -232,21 +233,7 @@ class RocksDBStore(RawStore):
             it.seek_to_first()
         else:
             it.seek(from_key)
-        path = self.path
-
-        def entries() -> Iterator[Entry[bytes, bytes]]:
-            # rocksdict's iterator does not own the upper bound set on its ReadOptions: keep
-            # the options alive as long as the iterator, or the bound is read from freed memory
-            # (ranges then stop early or run past their end, at random).
-            _keep_alive = read_options  # noqa: F841
-            read = 0
-            while it.valid():
-                yield Entry(it.key(), it.value())
-                read += 1
-                it.next()
-            check_iterator(it, path, read)  # an error ends the walk as if the keys had ended
-
-        generator = entries()
+        generator = _entries([it], self.path, read_options)
         return KeyValueIterator(generator, generator.close)
 
     def flush(self) -> None:
@@ -311,7 +298,9 @@ class RocksDBStore(RawStore):
             self.close()
         except StorageFailure as exc:
             self._db = None
-            log.warning("closing %s before deleting it failed (ignored, it is rebuilt): %s", self.path, exc)
+            log.warning(
+                "closing %s before deleting it failed (ignored, it is rebuilt): %s", self.path, str(exc)
+            )
 
     def close(self) -> None:
         """Close the database and release its lock.
@@ -336,3 +325,24 @@ class RocksDBStore(RawStore):
 
     def __repr__(self) -> str:
         return f"RocksDBStore({str(self.path)!r})"
+
+
+def _entries(
+    holder: list[Any], db_dir: Path, read_options: ReadOptions | None
+) -> Iterator[Entry[bytes, bytes]]:
+    """The entries of the iterator in ``holder`` (taken out, so that this frame owns the only
+    reference) until it ends; a walk that ended on an error raises StorageFailure."""
+    it = holder.pop()
+    # rocksdict's iterator does not own the upper bound set on its ReadOptions: keep the
+    # options alive as long as the iterator, or the bound is read from freed memory (ranges
+    # then stop early or run past their end, at random).
+    _keep_alive = read_options  # noqa: F841
+    read = 0
+    while it.valid():
+        yield Entry(it.key(), it.value())
+        read += 1
+        it.next()
+    failure = iterator_failure(it, db_dir, read)  # an error ends the walk as if the keys had ended
+    del it  # not kept alive by the traceback: it holds the database (and its lock) open
+    if failure is not None:
+        raise failure

@@ -13,7 +13,7 @@ from pathlib import Path
 from rocksdict import AccessType, Options, Rdict
 
 from samzapy.errors import StorageFailure
-from samzapy.stores.failures import check_iterator, is_rocksdb_error, storage_failure
+from samzapy.stores.failures import is_rocksdb_error, iterator_failure, storage_failure
 
 #: Bytes of the write timestamp RocksDB's TTL mode appends to every stored value.
 TTL_SUFFIX = 4
@@ -39,8 +39,10 @@ def scan(
             return found
         found.append((key, it.value()))
         it.next()
-    if len(found) < limit:
-        check_iterator(it, db_dir, len(found))
+    failure = iterator_failure(it, db_dir, len(found)) if len(found) < limit else None
+    del it  # not kept alive by the traceback: it holds the database open
+    if failure is not None:
+        raise failure
     return found
 
 
