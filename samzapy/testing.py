@@ -1,5 +1,7 @@
 """An in-process harness to test a task without a broker: feed envelopes, read outputs,
-inspect stores and their changelogs.
+inspect stores and their changelogs, and restore the stores from those changelogs into fresh
+ones (:meth:`TaskHarness.restore_stores`). :class:`InMemoryChangelog` is the restorable
+changelog the harness captures into, also usable on its own under ``build_store``.
 
 Example:
     >>> from samzapy.testing import TaskHarness

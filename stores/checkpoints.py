@@ -23,6 +23,8 @@ from typing import Protocol
 
 from samzapy.stores.paths import checkpoints_dir
 
+__all__ = ["KEEP", "OFFSET_FILE", "Checkpointable", "LocalCheckpoint", "LocalCheckpoints", "checkpoints_dir"]
+
 log = logging.getLogger(__name__)
 
 OFFSET_FILE = "OFFSET"
@@ -36,9 +38,6 @@ class LocalCheckpoint:
 
     path: Path
     offset: int
-
-
-__all__ = ["KEEP", "OFFSET_FILE", "LocalCheckpoint", "LocalCheckpoints", "checkpoints_dir"]
 
 
 class Checkpointable(Protocol):
