@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from kafka import TopicPartition
+from kafka import TopicPartition  # type: ignore[import-untyped]
 
 from samzapy.crashpoints import crash_point
 from samzapy.errors import StoreError
@@ -166,7 +166,9 @@ class KafkaChangelog:
 
     def offset(self) -> int | None:
         """The changelog offset of the last change the store reflects (``None``: none)."""
-        acked = None if self.producer is None else self.producer.acked_offset(self.topic, self.partition)
+        acked: int | None = None
+        if self.producer is not None:
+            acked = self.producer.acked_offset(self.topic, self.partition)
         if acked is None:
             return self._known_offset
         if self._known_offset is None:

@@ -205,9 +205,10 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
         in-memory or unlogged stores, for ``None``, and when that offset is checkpointed
         already.
         """
-        if self._checkpoints is None or changelog_offset is None:
+        raw = self.raw
+        if self._checkpoints is None or changelog_offset is None or not isinstance(raw, RocksDBStore):
             return
-        if self._checkpoints.create(self.raw, changelog_offset) is not None:
+        if self._checkpoints.create(raw, changelog_offset) is not None:
             self._local_checkpoint_count.inc()
 
     def close(self) -> None:
