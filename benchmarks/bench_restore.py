@@ -31,14 +31,6 @@ from samzapy.streams import SystemStream
 TOPIC = "bench-restore-changelog"
 
 
-class NoProducer:
-    """Restore to the last offset trims nothing, so nothing is produced."""
-
-    def send(self, *args: object, **kwargs: object) -> None:
-        raise AssertionError("unexpected trim write")
-
-    def acked_offset(self, topic: str, partition: int) -> None:
-        return None
 
 
 def produce(servers: str, n: int, topic: str = TOPIC) -> int:
@@ -60,7 +52,7 @@ def produce(servers: str, n: int, topic: str = TOPIC) -> int:
 
 def restore(servers: str, topic: str, k: int, base: Path, n: int) -> tuple[float, int, int]:
     config = StoreConfig(name="bench", changelog=SystemStream("kafka", topic))
-    changelog = KafkaChangelog(topic, 0, NoProducer(), servers)
+    changelog = KafkaChangelog.read_only(topic, 0, servers)  # no trim: never writes
     store = build_store(
         config,
         partition=0,

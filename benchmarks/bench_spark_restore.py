@@ -33,20 +33,13 @@ from samzapy.kafka.producer import Producer
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
+from samzapy.stores.paths import store_dir
 from samzapy.stores.rocksdb import RocksDBStore
 
 PARTITIONS = 4
 TOPIC = "bench-spark-restore-changelog"
 
 
-class NoProducer:
-    """Restore to the last offset trims nothing, so nothing is produced."""
-
-    def send(self, *args: object, **kwargs: object) -> None:
-        raise AssertionError("unexpected trim write")
-
-    def acked_offset(self, topic: str, partition: int) -> None:
-        return None
 
 
 def produce(servers: str, n: int) -> dict[int, int]:
@@ -85,7 +78,7 @@ def sequential(job, servers: str, base: Path, offsets: dict[int, int]) -> tuple[
     records = size = 0
     started = time.perf_counter()
     for partition, k in offsets.items():
-        changelog = KafkaChangelog(TOPIC, partition, NoProducer(), servers)
+        changelog = KafkaChangelog.read_only(TOPIC, partition, servers)  # no trim: never writes
         store = build_store(
             job.stores["bench"],
             partition=partition,
@@ -145,9 +138,8 @@ def main() -> None:
             first = restore_stores(job, root / "spark-1", master=master)
             second = restore_stores(job, root / "spark-2", master=master)
             for p in range(PARTITIONS):
-                name = f"Partition_{p}"
-                expected = items(root / "sequential" / "bench" / name)
-                assert items(root / "spark-2" / "bench" / name) == expected, f"partition {p} differs"
+                expected = items(store_dir(root / "sequential", "bench", p))
+                assert items(store_dir(root / "spark-2", "bench", p)) == expected, f"partition {p} differs"
         finally:
             dev_broker.stop(root / "broker")
     cores = spark.sparkContext.defaultParallelism

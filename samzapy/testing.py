@@ -1,5 +1,7 @@
 """An in-process harness to test a task without a broker: feed envelopes, read outputs,
-inspect stores and their changelogs.
+inspect stores and their changelogs, and restore the stores from those changelogs into fresh
+ones (:meth:`TaskHarness.restore_stores`). :class:`InMemoryChangelog` is the restorable
+changelog the harness captures into, also usable on its own under ``build_store``.
 
 Example:
     >>> from samzapy.testing import TaskHarness
@@ -21,28 +23,18 @@ from samzapy.container.task_builder import TaskBuilder
 from samzapy.container.task_instance import Coordinator
 from samzapy.metrics import MetricsRegistry
 from samzapy.output_ids import output_id
+from samzapy.stores.engine import StorageEngine
+from samzapy.stores.factory import build_store
+from samzapy.stores.memory_changelog import InMemoryChangelog
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import IncomingMessageEnvelope, OutgoingMessageEnvelope, WindowableTask
 
 _DEFAULTS = {"job.name": "harness", "task.class": "samzapy.task:StreamTask", "task.inputs": "kafka.input"}
 
 
-class CollectingChangelog:
-    """A changelog writer that keeps what it is sent, in order, as (key bytes, value bytes)."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[bytes, bytes | None]] = []
-
-    def send(self, key: bytes, value: bytes | None) -> None:
-        """Record one changelog write (``None`` is a tombstone)."""
-        self.records.append((key, value))
-
-    def latest(self) -> dict[bytes, bytes]:
-        """The last value per key, tombstones removed: what a restore would produce."""
-        state: dict[bytes, bytes | None] = {}
-        for key, value in self.records:
-            state[key] = value
-        return {k: v for k, v in state.items() if v is not None}
+#: The harness's changelogs keep what they are sent and can be restored from (the name
+#: earlier versions used for :class:`InMemoryChangelog`).
+CollectingChangelog = InMemoryChangelog
 
 
 class _Collector:
@@ -152,9 +144,47 @@ class TaskHarness:
         for store in self.stores.values():
             store.flush()
 
+    #: Stores made by :meth:`restore_stores`, closed by :meth:`close`.
+    _restored: tuple[StorageEngine[Any, Any], ...] = ()
+
+    def restore_stores(
+        self, offsets: dict[str, int | None] | None = None
+    ) -> dict[str, StorageEngine[Any, Any]]:
+        """Fresh stores rebuilt from what the task's changelogs captured, as a container
+        rebuilds them after a crash: new engines in a new directory, each restored from a copy
+        of its store's captured changelog (:mod:`samzapy.stores.restore`: replay up to the
+        offset, then undo what lies beyond it) to ``offsets[store]``, by default the store's
+        last change (``None``: nothing was committed, the store comes back empty).
+
+        Only logged stores are returned: the others have nothing to be restored from. Writes
+        still in an object cache were never sent: call :meth:`commit` first to include them.
+        The harness's own stores and changelogs are left as they are; :meth:`close` closes the
+        restored stores.
+        """
+        offsets = offsets or {}
+        round_dir = self.base_dir / f"restored-{len(self._restored)}"
+        restored: dict[str, StorageEngine[Any, Any]] = {}
+        for name, captured in self.changelogs.items():
+            config = self.job.stores[name]
+            changelog = captured.copy()
+            key_serde, msg_serde = self.serdes.for_store(config)
+            store = build_store(
+                config,
+                partition=self.partition,
+                base_dir=round_dir,
+                key_serde=key_serde,
+                msg_serde=msg_serde,
+                changelog=changelog,
+                metrics=self.registry.group(f"store.{name}.{self.task_name}.{round_dir.name}"),
+            )
+            self._restored = (*self._restored, store)
+            store.restore(offsets[name] if name in offsets else changelog.offset())
+            restored[name] = store
+        return restored
+
     def close(self) -> None:
-        """Close the task's stores and remove the temporary directory."""
-        for store in self.stores.values():
+        """Close the task's stores (and restored ones) and remove the temporary directory."""
+        for store in (*self.stores.values(), *self._restored):
             store.close()
         if self._tmp is not None:
             self._tmp.cleanup()

@@ -1,22 +1,36 @@
 """Key-value stores: the API, the engines (RocksDB, in-memory), the layers and restore.
 
 The public surface: :class:`KeyValueStore` (what tasks use), :class:`StorageEngine` (what
-``context.get_store()`` returns), :func:`build_store` and :class:`KafkaChangelog`.
+``context.get_store()`` returns), :func:`build_store`, the changelog protocols and changelogs,
+and, for layer authors, :class:`WrappedStore` and :class:`RawStore`.
 """
 
-from samzapy.stores.base import Entry, KeyValueIterator, KeyValueStore
-from samzapy.stores.changelog import ChangelogWriter, KafkaChangelog
+from samzapy.stores.base import Entry, KeyValueIterator, KeyValueStore, RawStore, ReadView
+from samzapy.stores.changelog import (
+    ChangelogWriter,
+    DiscardingChangelog,
+    KafkaChangelog,
+    RestorableChangelog,
+)
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store
+from samzapy.stores.memory_changelog import InMemoryChangelog
 from samzapy.stores.restore import RestoreStats
+from samzapy.stores.wrapped import WrappedStore
 
 __all__ = [
     "ChangelogWriter",
+    "DiscardingChangelog",
     "Entry",
+    "InMemoryChangelog",
     "KafkaChangelog",
     "KeyValueIterator",
     "KeyValueStore",
+    "RawStore",
+    "ReadView",
+    "RestorableChangelog",
     "RestoreStats",
     "StorageEngine",
+    "WrappedStore",
     "build_store",
 ]

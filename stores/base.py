@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from typing import Generic, NamedTuple, TypeVar
+from pathlib import Path
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -106,3 +107,49 @@ class KeyValueStore(ABC, Generic[K, V]):
 
     def close(self) -> None:  # noqa: B027 - optional for stores without resources
         """Release resources; the store is unusable afterwards."""
+
+
+class ReadView(Protocol):
+    """Read-only access to an engine's bytes, safe from another thread while its task writes
+    (what the query service reads). Engines return one from ``read_view()``.
+
+    Reads are committed-or-newer: they see what the engine holds now, which is at least the
+    state of the last commit (the object cache above the engine is not seen).
+    """
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value of ``key``, or ``None``."""
+
+    def scan(self, from_key: bytes | None, to_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
+        """Up to ``limit`` entries with ``from_key <= key < to_key`` (``None``: unbounded), in
+        key byte order; complete or an error, never silently partial."""
+
+    def close(self) -> None:
+        """Release what the view holds (a view of a live engine holds nothing)."""
+
+
+class RawStore(KeyValueStore[bytes, bytes]):
+    """The engine at the bottom of a store's stack (RocksDB or in-memory): bytes in, bytes out,
+    sorted by key bytes. What restore writes into directly, and what other threads read
+    through :meth:`read_view`.
+    """
+
+    @abstractmethod
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """The values of ``keys``, in order."""
+
+    @abstractmethod
+    def read_view(self) -> ReadView:
+        """A read-only view that another thread may read while the owner writes."""
+
+    @abstractmethod
+    def reset(self, source: Path | None = None) -> None:
+        """Empty the engine, or make it a copy of the local checkpoint directory ``source``."""
+
+    @abstractmethod
+    def verify(self) -> int:
+        """Read every entry, checking the data is intact; the number of entries.
+
+        Raises:
+            StorageFailure: the data is damaged (on disk: a checksum does not match).
+        """

@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.base import KeyValueIterator, KeyValueStore
+from samzapy.stores.wrapped import WrappedStore
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -16,7 +17,7 @@ V = TypeVar("V")
 _ABSENT = object()
 
 
-class CachedStore(KeyValueStore[K, V], Generic[K, V]):
+class CachedStore(WrappedStore[K, V], Generic[K, V]):
     """An LRU cache of deserialised values in front of a store (Samza's ``CachedStore``).
 
     Purpose: reads of hot keys skip the serde and the engine; a key written many times between
@@ -48,7 +49,7 @@ class CachedStore(KeyValueStore[K, V], Generic[K, V]):
         if cache_size < 1 or write_batch_size < 1:
             msg = f"cache_size ({cache_size}) and write_batch_size ({write_batch_size}) must be >= 1"
             raise ValueError(msg)
-        self.inner = inner
+        super().__init__(inner)
         self.cache_size = cache_size
         self.write_batch_size = write_batch_size
         self._cache: OrderedDict[K, V | None] = OrderedDict()
@@ -158,6 +159,7 @@ class CachedStore(KeyValueStore[K, V], Generic[K, V]):
         """
         self._cache.clear()
         self._dirty = {}
+        super().invalidate()
 
     def close(self) -> None:
         """Flush, then close the inner store."""

@@ -5,6 +5,10 @@ Layout: ``<base>/<store>/Partition_<N>.checkpoints/<offset>/`` holding the datab
 ``OFFSET`` (JSON: ``{"topic": ..., "partition": ..., "offset": ...}``). A checkpoint is built in
 a ``.tmp`` directory and renamed into place, so a crash never leaves a half-written one under a
 valid name.
+
+A checkpoint shares its files with the live store through hard links (RocksDB's checkpoints
+are hard links, as Samza's are): a damaged SST file damages both. So the restore verifies a
+checkpoint's checksums before using it (:func:`samzapy.stores.restore.choose_base`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,11 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
+
+from samzapy.stores.paths import checkpoints_dir
+
+__all__ = ["KEEP", "OFFSET_FILE", "Checkpointable", "LocalCheckpoint", "LocalCheckpoints", "checkpoints_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +40,11 @@ class LocalCheckpoint:
     offset: int
 
 
-def checkpoints_dir(store_dir: Path) -> Path:
-    """Where the checkpoints of the live store directory ``store_dir`` live."""
-    return store_dir.with_name(store_dir.name + ".checkpoints")
+class Checkpointable(Protocol):
+    """An engine that can write a checkpoint of itself (:class:`~samzapy.stores.rocksdb.RocksDBStore`)."""
+
+    def checkpoint_to(self, target: Path) -> None:
+        """Write a checkpoint of the current state into ``target`` (which must not exist)."""
 
 
 class LocalCheckpoints:
@@ -74,7 +85,7 @@ class LocalCheckpoints:
         found = [self._parse(p) for p in self.root.iterdir() if p.is_dir() and not p.name.endswith(".tmp")]
         return sorted((c for c in found if c is not None), key=lambda c: c.offset, reverse=True)
 
-    def create(self, store: object, offset: int) -> Path | None:
+    def create(self, store: Checkpointable, offset: int) -> Path | None:
         """Checkpoint ``store`` (a ``RocksDBStore``) at changelog ``offset``; keep the newest.
 
         Returns the new directory, or ``None`` when a checkpoint at that offset exists already.
@@ -85,7 +96,7 @@ class LocalCheckpoints:
         tmp = self.root / f"{offset}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         self.root.mkdir(parents=True, exist_ok=True)
-        store.checkpoint_to(tmp)  # type: ignore[attr-defined]
+        store.checkpoint_to(tmp)
         record = {"topic": self.topic, "partition": self.partition, "offset": offset}
         with open(tmp / OFFSET_FILE, "w") as f:
             json.dump(record, f)

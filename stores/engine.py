@@ -10,13 +10,15 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 from time import perf_counter_ns
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from samzapy.metrics import Counter, MetricsGroup
-from samzapy.stores.base import KeyValueIterator, KeyValueStore
+from samzapy.stores.base import KeyValueIterator, KeyValueStore, RawStore, ReadView
+from samzapy.stores.changelog import ChangelogWriter, RestorableChangelog
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.restore import RestoreStats, restore
 from samzapy.stores.rocksdb import RocksDBStore
+from samzapy.stores.wrapped import WrappedStore
 
 log = logging.getLogger(__name__)
 
@@ -24,13 +26,19 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
+class StorageEngine(WrappedStore[K, V], Generic[K, V]):
     """A store with its metrics, restore and checkpoints (Samza's ``KeyValueStorageEngine``).
 
     Store operations are counted and timed (``gets``/``get-ns``, ``puts``/``put-ns``,
     ``deletes``, ``ranges``, ``alls``, ``flushes`` and their ``-ns``) and passed to ``inner``,
     the chain that :func:`samzapy.stores.factory.build_store` assembled. ``raw`` is the engine
-    at the bottom of that chain: restore writes into it directly.
+    at the bottom of that chain: restore writes into it directly, and :meth:`read_view` reads
+    it from other threads.
+
+    ``changelog`` is what the logged layer writes to. Only a
+    :class:`~samzapy.stores.changelog.RestorableChangelog` makes the store restorable (and,
+    on RocksDB, gives it local checkpoints); any other
+    :class:`~samzapy.stores.changelog.ChangelogWriter`, or ``None``, leaves it local.
 
     The container's commit, in order:
       1. ``flush()`` every engine: caches written down, changelog records handed to the producer;
@@ -51,15 +59,16 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         partition: int,
         inner: KeyValueStore[K, V],
         *,
-        raw: KeyValueStore[bytes, bytes],
-        changelog: Any = None,
+        raw: RawStore,
+        changelog: ChangelogWriter | None = None,
         metrics: MetricsGroup | None = None,
     ) -> None:
+        super().__init__(inner)
         self.name = name
         self.partition = partition
-        self.inner = inner
         self.raw = raw
         self.changelog = changelog
+        self._restorable = changelog if isinstance(changelog, RestorableChangelog) else None
         self.metrics = metrics or MetricsGroup(f"store.{name}.Partition {partition}")
         counter = self.metrics.counter
         self._gets, self._get_ns = counter("gets"), counter("get-ns")
@@ -73,14 +82,19 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         self.writes = Counter()  # replaced by the task's shared one (see the class docstring)
 
     def _local_checkpoints(self) -> LocalCheckpoints | None:
-        if not isinstance(self.raw, RocksDBStore) or not hasattr(self.changelog, "topic"):
+        if not isinstance(self.raw, RocksDBStore) or self._restorable is None:
             return None
-        return LocalCheckpoints(self.raw.path, self.changelog.topic, self.changelog.partition)
+        return LocalCheckpoints(self.raw.path, self._restorable.topic, self._restorable.partition)
 
     @property
     def store_dir(self) -> Path | None:
         """The live RocksDB directory, ``None`` for an in-memory store."""
         return self.raw.path if isinstance(self.raw, RocksDBStore) else None
+
+    def read_view(self) -> ReadView:
+        """A read-only view of the engine another thread may read while the task writes
+        (committed-or-newer: the object cache above the engine is not seen)."""
+        return self.raw.read_view()
 
     # -- the store API, metered ---------------------------------------------------------
 
@@ -171,33 +185,26 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         ``trusted_local=False`` ignores local checkpoints (full restore). A store without a
         changelog is not restorable: it is left as it is (the stats are all zero).
         """
-        if self.changelog is None or not hasattr(self.changelog, "read"):
+        changelog = self._restorable
+        if changelog is None:
             log.info(
                 "store %s (partition %d) has no changelog: not restored, its state is only local",
                 self.name,
                 self.partition,
             )
             return RestoreStats(None, 0, 0, 0, 0, 0.0)
-        self._invalidate_caches()
+        self.invalidate()  # the caches above the engine would serve what restore replaces
         return restore(
             self.raw,
-            self.changelog,
+            changelog,
             checkpointed_offset,
             self.metrics,
             self._checkpoints if trusted_local else None,
         )
 
-    def _invalidate_caches(self) -> None:
-        layer: Any = self.inner
-        while layer is not None:
-            if hasattr(layer, "invalidate"):
-                layer.invalidate()
-            layer = getattr(layer, "inner", None)
-
     def changelog_offset(self) -> int | None:
         """The changelog offset the store reflects, for the checkpoint (``None``: none)."""
-        offset = getattr(self.changelog, "offset", None)
-        return offset() if offset is not None else None
+        return self._restorable.offset() if self._restorable is not None else None
 
     def checkpoint(self, changelog_offset: int | None) -> None:
         """Take a local checkpoint of a logged RocksDB store at ``changelog_offset``.
@@ -207,17 +214,19 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         in-memory or unlogged stores, for ``None``, and when that offset is checkpointed
         already.
         """
-        if self._checkpoints is None or changelog_offset is None:
+        raw = self.raw
+        if self._checkpoints is None or changelog_offset is None or not isinstance(raw, RocksDBStore):
             return
-        if self._checkpoints.create(self.raw, changelog_offset) is not None:
+        if self._checkpoints.create(raw, changelog_offset) is not None:
             self._local_checkpoint_count.inc()
 
     def close(self) -> None:
         """Flush and close every layer and the engine."""
-        self.inner.close()
-        close_reader = getattr(self.changelog, "close_reader", None)
-        if close_reader is not None:
-            close_reader()
+        try:
+            self.inner.close()
+        finally:
+            if self._restorable is not None:
+                self._restorable.close_reader()
 
     def __repr__(self) -> str:
         return f"StorageEngine({self.name!r}, partition={self.partition})"

@@ -21,20 +21,20 @@ from typing import Any
 from samzapy.config.model import ROCKSDB_COMPRESSIONS, STORE_ENGINES, StoreConfig
 from samzapy.errors import ConfigError
 from samzapy.metrics import MetricsGroup
-from samzapy.stores.base import KeyValueStore
+from samzapy.stores.base import KeyValueStore, RawStore
 from samzapy.stores.cached import CachedStore
+from samzapy.stores.changelog import ChangelogWriter
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.logged import LoggedStore
 from samzapy.stores.memory import InMemoryStore
+from samzapy.stores.paths import store_dir
 from samzapy.stores.rocksdb import DEFAULT_LOCK_TIMEOUT_S, RocksDBOptions, RocksDBStore
 from samzapy.stores.serialized import SerializedStore
 
 log = logging.getLogger(__name__)
 
 
-def store_dir(base_dir: Path, store: str, partition: int) -> Path:
-    """The live directory of a store partition: ``<base_dir>/<store>/Partition_<N>``."""
-    return base_dir / store / f"Partition_{partition}"
+__all__ = ["build_store", "rocksdb_options", "store_dir", "validate"]
 
 
 def validate(config: StoreConfig) -> None:
@@ -79,14 +79,14 @@ def rocksdb_options(config: StoreConfig) -> RocksDBOptions:
     )
 
 
-def _engine(config: StoreConfig, path: Path, lock_timeout_s: float) -> KeyValueStore[bytes, bytes]:
+def _engine(config: StoreConfig, path: Path, lock_timeout_s: float) -> RawStore:
     if config.engine == "inmemory":
         return InMemoryStore()
     return RocksDBStore(path, rocksdb_options(config), lock_timeout_s)
 
 
 def _maybe_logged(
-    inner: KeyValueStore[bytes, bytes], changelog: Any, coalesce: bool = False
+    inner: KeyValueStore[bytes, bytes], changelog: ChangelogWriter | None, coalesce: bool = False
 ) -> KeyValueStore[bytes, bytes]:
     return inner if changelog is None else LoggedStore(inner, changelog, coalesce=coalesce)
 
@@ -106,14 +106,16 @@ def build_store(
     base_dir: Path,
     key_serde: Any,
     msg_serde: Any,
-    changelog: Any,
+    changelog: ChangelogWriter | None,
     metrics: MetricsGroup,
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> StorageEngine[Any, Any]:
     """Validate ``config``, then build the store's layers (module doc) over its engine.
 
-    ``changelog`` is a :class:`~samzapy.stores.changelog.KafkaChangelog` (restorable), any
-    :class:`~samzapy.stores.changelog.ChangelogWriter` (tests), or ``None`` (not logged).
+    ``changelog`` is a :class:`~samzapy.stores.changelog.RestorableChangelog` (a
+    ``KafkaChangelog`` in a job, an ``InMemoryChangelog`` in tests: logged and restorable), any
+    other :class:`~samzapy.stores.changelog.ChangelogWriter` (logged only, e.g. a
+    ``DiscardingChangelog``), or ``None`` (not logged).
     A RocksDB directory that does not open is wiped (the restore refills it); one locked by
     another live process is waited for up to ``lock_timeout_s``, then
     :class:`~samzapy.errors.StoreLockedError`.

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from samzapy.stores.base import KeyValueIterator, KeyValueStore
+from samzapy.stores.base import KeyValueStore
 from samzapy.stores.changelog import ChangelogWriter
+from samzapy.stores.wrapped import WrappedStore
 
 #: With coalescing, pending changes are sent early once this many keys are pending (bounds
 #: the memory they hold between two commits).
 MAX_PENDING = 100_000
 
 
-class LoggedStore(KeyValueStore[bytes, bytes]):
+class LoggedStore(WrappedStore[bytes, bytes]):
     """Writes to the inner store, then sends the change (key, value bytes; a delete as a
     tombstone) to the changelog (Samza's ``LoggedStore``).
 
-    Corner cases: reads pass through untouched; a change is sent after the inner write, so a
+    Corner cases: reads pass through untouched (not overridden); a change is sent after the inner write, so a
     crash in between leaves the changelog behind the store, never ahead of it — restore throws
     away anything past the checkpoint anyway. Sends are asynchronous: they are durable once the
     producer is flushed at commit. Not thread-safe.
@@ -38,18 +39,10 @@ class LoggedStore(KeyValueStore[bytes, bytes]):
         coalesce: bool = False,
         max_pending: int = MAX_PENDING,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.changelog = changelog
         self._pending: dict[bytes, bytes | None] | None = {} if coalesce else None
         self._max_pending = max_pending
-
-    def get(self, key: bytes) -> bytes | None:
-        """The value of ``key`` from the inner store."""
-        return self.inner.get(key)
-
-    def get_all(self, keys: Iterable[bytes]) -> dict[bytes, bytes]:
-        """The present values of ``keys`` from the inner store."""
-        return self.inner.get_all(keys)
 
     def put(self, key: bytes, value: bytes | None) -> None:
         """Write inner, then log the change."""
@@ -92,20 +85,8 @@ class LoggedStore(KeyValueStore[bytes, bytes]):
             for key, value in pending.items():
                 send(key, value)
 
-    def range(self, from_key: bytes, to_key: bytes) -> KeyValueIterator[bytes, bytes]:
-        """Entries of the inner store with ``from_key <= key < to_key``."""
-        return self.inner.range(from_key, to_key)
-
-    def all(self) -> KeyValueIterator[bytes, bytes]:
-        """Every entry of the inner store."""
-        return self.inner.all()
-
     def flush(self) -> None:
         """Send the pending changes (coalescing), then flush the inner store (the producer is
         flushed by the container at commit)."""
         self._send_pending()
         self.inner.flush()
-
-    def close(self) -> None:
-        """Close the inner store."""
-        self.inner.close()

@@ -7,14 +7,14 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from itertools import groupby
 
-from samzapy.stores.base import Entry, KeyValueIterator, KeyValueStore
+from samzapy.stores.base import Entry, KeyValueIterator, RawStore, ReadView
 
 #: Below this many new keys (relative to the store size) they are inserted one by one;
 #: above it the sorted list is rebuilt in one ``sorted()`` call.
 _REBUILD_RATIO = 16
 
 
-class InMemoryStore(KeyValueStore[bytes, bytes]):
+class InMemoryStore(RawStore):
     """A sorted in-memory key-value store of bytes (Samza's ``InMemoryKeyValueStore``).
 
     Corner cases: ``put(k, None)`` deletes; iterators work on a snapshot taken when they are
@@ -95,9 +95,42 @@ class InMemoryStore(KeyValueStore[bytes, bytes]):
     def flush(self) -> None:
         """Nothing to do."""
 
+    def read_view(self) -> ReadView:
+        """A read-only view another thread may read while the task writes (the query service)."""
+        return InMemoryView(self)
+
     def reset(self, source: object = None) -> None:
         """Drop every entry (in-memory stores always restore from scratch)."""
         self.__init__()  # type: ignore[misc]
 
+    def verify(self) -> int:
+        """Nothing on disk to damage: the number of entries."""
+        return len(self._data)
+
     def __len__(self) -> int:
         return len(self._data)
+
+
+class InMemoryView:
+    """Reads an :class:`InMemoryStore` from another thread: single reads are atomic under the
+    GIL, and scans copy the dict in one C call (``dict.copy``) before sorting, so the owner's
+    writes never race them. The store's dict is looked up at every call (a reset replaces it).
+    """
+
+    def __init__(self, store: InMemoryStore) -> None:
+        self._store = store
+
+    def get(self, key: bytes) -> bytes | None:
+        """The store's value of ``key``."""
+        return self._store._data.get(key)
+
+    def scan(self, from_key: bytes | None, to_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
+        """Up to ``limit`` entries in ``[from_key, to_key)``, in key byte order."""
+        data = self._store._data.copy()
+        keys = sorted(
+            k for k in data if (from_key is None or k >= from_key) and (to_key is None or k < to_key)
+        )
+        return [(k, data[k]) for k in keys[:limit]]
+
+    def close(self) -> None:
+        """Nothing to release."""

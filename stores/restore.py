@@ -5,10 +5,12 @@ Given ``K``, the checkpointed changelog offset (inclusive: the last change that 
 committed state; ``None``: nothing was ever committed):
 
 1. **Base.** Take the newest local checkpoint whose offset is ``<= K`` and below the
-   changelog's true end, whose OFFSET file parses and whose database opens; copy it into a
-   fresh live directory. The live directory itself is never trusted (after a crash it may be
-   ahead of ``K``). Checkpoints ahead of ``K`` are deleted: they can never be used. No usable
-   checkpoint (or an in-memory engine): start empty.
+   changelog's true end, whose OFFSET file parses, whose database opens and whose every
+   block passes its checksum (a full read: a checkpoint shares its SST files with the live
+   store through hard links, so one damaged file damages both); copy it into a fresh live
+   directory. The live directory itself is never trusted (after a crash it may be ahead of
+   ``K``). Checkpoints ahead of ``K`` can never be used, damaged ones never again: both are
+   deleted. No usable checkpoint (or an in-memory engine): start empty.
 2. **Replay** the changelog from the base offset + 1 up to ``K`` inclusive straight into the
    raw engine, one WriteBatch per fetched batch (never through the changelog or cache layers);
    tombstones are deletes.
@@ -25,16 +27,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from kafka.consumer.fetcher import ConsumerRecord
 
 from samzapy.crashpoints import crash_point
 from samzapy.errors import RestoreError
 from samzapy.metrics import MetricsGroup
-from samzapy.stores.checkpoints import LocalCheckpoints
+from samzapy.stores.base import RawStore
+from samzapy.stores.changelog import ChangelogRecord, RestorableChangelog
+from samzapy.stores.checkpoints import LocalCheckpoint, LocalCheckpoints
 from samzapy.stores.rocksdb import StoreCorruptError
 
 log = logging.getLogger(__name__)
@@ -91,16 +92,16 @@ class _Progress:
         return text
 
 
-def _record_size(record: ConsumerRecord) -> int:
+def _record_size(record: ChangelogRecord) -> int:
     return max(record.serialized_key_size, 0) + max(record.serialized_value_size, 0)
 
 
 def _merged(
-    batches: Iterable[list[ConsumerRecord]], size: int, max_bytes: int = REPLAY_BATCH_BYTES
-) -> Iterator[tuple[list[ConsumerRecord], int]]:
+    batches: Iterable[Sequence[ChangelogRecord]], size: int, max_bytes: int = REPLAY_BATCH_BYTES
+) -> Iterator[tuple[list[ChangelogRecord], int]]:
     """Fetched batches merged into (records, their bytes) of up to ``size`` records or
     ``max_bytes`` bytes (the batch that crosses a bound is included)."""
-    pending: list[ConsumerRecord] = []
+    pending: list[ChangelogRecord] = []
     pending_bytes = 0
     for batch in batches:
         pending.extend(batch)
@@ -112,7 +113,7 @@ def _merged(
         yield pending, pending_bytes
 
 
-def choose_base(raw: Any, checkpoints: LocalCheckpoints | None, k: int | None, end: int) -> int | None:
+def choose_base(raw: RawStore, checkpoints: LocalCheckpoints | None, k: int | None, end: int) -> int | None:
     """Step 1: reset ``raw`` to the newest usable local checkpoint; its offset, or ``None``."""
     if checkpoints is None or k is None:
         if checkpoints is not None:
@@ -131,21 +132,48 @@ def choose_base(raw: Any, checkpoints: LocalCheckpoints | None, k: int | None, e
             )
             checkpoints.delete(checkpoint)
             continue
-        try:
-            raw.reset(checkpoint.path)
-        except StoreCorruptError as exc:
-            log.warning("local checkpoint %s does not open (%s): trying an older one", checkpoint.path, exc)
-            continue
-        return checkpoint.offset
+        if _load_verified(raw, checkpoint):
+            return checkpoint.offset
+        checkpoints.delete(checkpoint)
     raw.reset(None)
     return None
 
 
-def replay(raw: Any, changelog: Any, start: int, k: int) -> tuple[int, int]:
+def _load_verified(raw: RawStore, checkpoint: LocalCheckpoint) -> bool:
+    """Make ``raw`` a copy of ``checkpoint`` and read all of it with checksums verified;
+    whether it can be trusted (a damaged one is logged, and left for the caller to delete)."""
+    started = time.monotonic()
+    try:
+        raw.reset(checkpoint.path)
+        entries = raw.verify()
+    except StoreCorruptError as exc:
+        log.warning(
+            "local checkpoint %s is damaged, not used (deleted; trying an older one, else the "
+            "changelog): %s",
+            checkpoint.path,
+            str(exc),  # not the exception: its traceback would keep the damaged database open
+        )
+        return False
+    log.info(
+        "local checkpoint %s verified: %d entries, every checksum good, in %.0f ms",
+        checkpoint.path,
+        entries,
+        (time.monotonic() - started) * 1000,
+    )
+    return True
+
+
+def changes(batch: Sequence[ChangelogRecord]) -> list[tuple[bytes, bytes | None]]:
+    """The writes a batch of changelog records makes to the store: (key, value), a tombstone
+    (``None``) as a delete; records without a key are not changes."""
+    return [(r.key, r.value) for r in batch if r.key is not None]
+
+
+def replay(raw: RawStore, changelog: RestorableChangelog, start: int, k: int) -> tuple[int, int]:
     """Step 2: write changelog records ``start..k`` into ``raw``; (records, bytes)."""
     progress = _Progress(f"restore of {changelog}", k + 1 - start)
     for batch, size in _merged(changelog.read(start, k + 1), REPLAY_BATCH):
-        raw.put_all([(r.key, r.value) for r in batch if r.key is not None])
+        raw.put_all(changes(batch))
         progress.add(len(batch), size)
         crash_point("during-restore")
     if progress.records:
@@ -153,13 +181,13 @@ def replay(raw: Any, changelog: Any, start: int, k: int) -> tuple[int, int]:
     return progress.records, progress.bytes
 
 
-def trim(raw: Any, changelog: Any, start: int, end: int) -> tuple[int, int]:
+def trim(raw: RawStore, changelog: RestorableChangelog, start: int, end: int) -> tuple[int, int]:
     """Step 3: undo changelog records ``start..end-1``; (records undone, changelog writes)."""
     progress = _Progress(f"trim of {changelog}", end - start)
     seen: set[bytes] = set()
     writes = 0
     for batch in changelog.read(start, end):
-        keys = list(dict.fromkeys(r.key for r in batch if r.key is not None and r.key not in seen))
+        keys = [key for key in dict.fromkeys(key for key, _ in changes(batch)) if key not in seen]
         seen.update(keys)
         for key, value in zip(keys, raw.get_many(keys), strict=True):
             changelog.send(key, value)
@@ -172,8 +200,8 @@ def trim(raw: Any, changelog: Any, start: int, end: int) -> tuple[int, int]:
 
 
 def restore(
-    raw: Any,
-    changelog: Any,
+    raw: RawStore,
+    changelog: RestorableChangelog,
     k: int | None,
     metrics: MetricsGroup,
     checkpoints: LocalCheckpoints | None = None,

@@ -1,39 +1,54 @@
 """The RocksDB engine: raw bytes in, raw bytes out, through ``rocksdict``.
 
-Opening handles the two ways a directory can refuse to open: another live process holds its
+Opening handles the ways a directory can refuse to open: another live process holds its
 ``LOCK`` (retry with backoff up to a deadline, then :class:`StoreLockedError`; the ``LOCK`` file
 is never deleted — RocksDB's lock is an ``flock`` that dies with its process, so a stale file
-from a killed process does not block), or its files are damaged (:class:`StoreCorruptError`,
-which the caller answers by wiping the directory and restoring from the changelog).
+from a killed process does not block); its files are damaged (:class:`StoreCorruptError`,
+which the caller answers by wiping the directory and restoring from the changelog); or the
+disk fails (full, read-only: :class:`~samzapy.errors.StorageFailure`, never answered by a
+wipe).
+
+Every other call into RocksDB turns RocksDB's errors into
+:class:`~samzapy.errors.StorageFailure` naming the store, the file and the fix
+(:mod:`samzapy.stores.failures`), and every scan checks the iterator's status at its end, so
+a damaged block never reads as the end of the data.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import shutil
-import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from rocksdict import (
-    AccessType,
-    BlockBasedOptions,
-    Cache,
-    Checkpoint,
-    DBCompressionType,
-    Options,
-    Rdict,
-    ReadOptions,
-    WriteBatch,
-    WriteBufferManager,
+from rocksdict import Checkpoint, Rdict, ReadOptions, WriteBatch
+
+from samzapy.errors import StorageFailure, StoreLockedError
+from samzapy.stores.base import Entry, KeyValueIterator, RawStore, ReadView
+from samzapy.stores.failures import (
+    CORRUPTION,
+    OTHER,
+    is_rocksdb_error,
+    iterator_failure,
+    kind_of,
+    status_text,
+    storage_failure,
 )
+from samzapy.stores.rocksdb_options import ContainerMemory, RocksDBOptions
+from samzapy.stores.rocksdb_views import LiveRocksDBView
 
-from samzapy.errors import StoreError, StoreLockedError
-from samzapy.stores.base import Entry, KeyValueIterator, KeyValueStore
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT_S",
+    "ContainerMemory",
+    "RocksDBOptions",
+    "RocksDBStore",
+    "StoreCorruptError",
+    "copy_db_dir",
+    "open_rdict",
+]
 
 log = logging.getLogger(__name__)
 
@@ -41,85 +56,12 @@ log = logging.getLogger(__name__)
 DEFAULT_LOCK_TIMEOUT_S = 30.0
 #: Files RocksDB never modifies once written: safe to hard-link between directories.
 _IMMUTABLE_SUFFIXES = (".sst", ".blob")
+#: Read-ahead of :meth:`RocksDBStore.verify`'s sequential scan.
+_VERIFY_READAHEAD = 4 << 20
 
 
-class StoreCorruptError(StoreError):
-    """A store directory exists but RocksDB cannot open it (damaged or foreign files)."""
-
-
-@dataclass(frozen=True)
-class RocksDBOptions:
-    """Resolved RocksDB settings of one store (``stores.<name>.*``).
-
-    ``ttl_ms`` opens the database in RocksDB's TTL mode: entries older than the TTL are
-    dropped at compaction (so a read may still see an expired entry until then), as in Samza.
-
-    ``shared_by`` (the store's name) makes the sizes per container, as Samza's
-    ``container.cache.size.bytes`` / ``container.write.buffer.size.bytes`` are: every instance
-    of the store opened in this process (one per task) uses one block cache of
-    ``cache_size_bytes`` and one memtable budget of ``write_buffer_size_bytes``, and index and
-    filter blocks live in that cache, so RocksDB's memory is bounded by the configuration
-    whatever the number of tasks or the size of the state. ``None`` gives the database caches
-    of its own (tools, single stores).
-    """
-
-    cache_size_bytes: int = 100 * 1024 * 1024
-    write_buffer_size_bytes: int = 32 * 1024 * 1024
-    compression: str = "lz4"
-    block_size_bytes: int = 4096
-    ttl_ms: int | None = None
-    shared_by: str | None = None
-
-    def to_options(self) -> Options:
-        """The ``rocksdict`` options, in raw bytes mode."""
-        options = Options(raw_mode=True)
-        options.create_if_missing(True)
-        options.set_write_buffer_size(self.write_buffer_size_bytes)
-        options.set_compression_type(getattr(DBCompressionType, self.compression)())
-        table = BlockBasedOptions()
-        table.set_block_size(self.block_size_bytes)
-        if self.shared_by is None:
-            table.set_block_cache(Cache(self.cache_size_bytes))
-        else:
-            memory = _container_memory(self.shared_by, self.cache_size_bytes, self.write_buffer_size_bytes)
-            table.set_block_cache(memory.cache)
-            # Index and filter blocks grow with the data: charged to the cache, they stay in
-            # its bound; pinning level 0's keeps the hottest ones from being evicted.
-            table.set_cache_index_and_filter_blocks(True)
-            table.set_pin_l0_filter_and_index_blocks_in_cache(True)
-            options.set_write_buffer_manager(memory.write_buffers)
-        options.set_block_based_table_factory(table)
-        return options
-
-    def access_type(self) -> AccessType:
-        """Read-write, or TTL mode (whole seconds, rounded up) when ``ttl_ms`` is set."""
-        if self.ttl_ms is None:
-            return AccessType.read_write()
-        return AccessType.with_ttl(max(1, math.ceil(self.ttl_ms / 1000)))
-
-
-@dataclass(frozen=True)
-class ContainerMemory:
-    """The block cache and memtable budget shared by one store's instances in this process."""
-
-    cache: Cache
-    write_buffers: WriteBufferManager
-
-
-_CONTAINER_MEMORY: dict[tuple[str, int, int], ContainerMemory] = {}
-_CONTAINER_MEMORY_LOCK = threading.Lock()
-
-
-def _container_memory(store: str, cache_bytes: int, write_buffer_bytes: int) -> ContainerMemory:
-    with _CONTAINER_MEMORY_LOCK:  # standby replicas open their stores on a thread of their own
-        key = (store, cache_bytes, write_buffer_bytes)
-        memory = _CONTAINER_MEMORY.get(key)
-        if memory is None:
-            # No stall: when memtables exceed the budget RocksDB flushes them early; writers
-            # are not blocked (the run loop must not wait on a background flush).
-            memory = ContainerMemory(Cache(cache_bytes), WriteBufferManager(write_buffer_bytes, False))
-            _CONTAINER_MEMORY[key] = memory
-        return memory
+class StoreCorruptError(StorageFailure):
+    """A store directory exists but RocksDB cannot open or read it (damaged or foreign files)."""
 
 
 def _is_lock_error(exc: Exception) -> bool:
@@ -132,9 +74,13 @@ def open_rdict(path: Path, options: RocksDBOptions, lock_timeout_s: float = DEFA
 
     Raises:
         StoreLockedError: another live process still holds the lock after ``lock_timeout_s``.
-        StoreCorruptError: the directory does not open for any other reason.
+        StoreCorruptError: the directory's files are damaged or not a RocksDB database.
+        StorageFailure: the disk failed (full, read-only, IO error): wiping would not help.
     """
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise storage_failure(exc, path, "creating the store's directory") from exc
     deadline = time.monotonic() + lock_timeout_s
     delay = 0.05
     while True:
@@ -142,8 +88,7 @@ def open_rdict(path: Path, options: RocksDBOptions, lock_timeout_s: float = DEFA
             return Rdict(str(path), options=options.to_options(), access_type=options.access_type())
         except Exception as exc:  # rocksdict raises plain Exception with RocksDB's status text
             if not _is_lock_error(exc):
-                msg = f"RocksDB store at '{path}' does not open: {exc}"
-                raise StoreCorruptError(msg) from exc
+                raise _open_failure(exc, path) from exc
             if time.monotonic() >= deadline:
                 msg = (
                     f"RocksDB store at '{path}' is locked by another live process (still after "
@@ -154,6 +99,15 @@ def open_rdict(path: Path, options: RocksDBOptions, lock_timeout_s: float = DEFA
             log.info("store %s is locked by another process, retrying in %.2fs", path, delay)
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+
+def _open_failure(exc: Exception, path: Path) -> StorageFailure:
+    """A damaged directory (wipe and rebuild it) or a failing disk (do not)."""
+    kind = kind_of(status_text(exc))
+    if kind in (CORRUPTION, OTHER):
+        msg = f"RocksDB store at '{path}' does not open: {status_text(exc)}"
+        return StoreCorruptError(msg, store=path.parent.name, path=str(path))
+    return storage_failure(exc, path, "opening the store")
 
 
 def copy_db_dir(source: Path, target: Path) -> None:
@@ -173,13 +127,15 @@ def copy_db_dir(source: Path, target: Path) -> None:
         shutil.copy2(entry, dest)
 
 
-class RocksDBStore(KeyValueStore[bytes, bytes]):
+class RocksDBStore(RawStore):
     """A RocksDB database in one directory, bytes keys and values, sorted by key bytes.
 
     Corner cases: ``put(k, None)`` deletes; iterators read a consistent view (RocksDB's
-    implicit snapshot) and must be closed (use ``with``). A directory that does not open is
-    wiped and recreated empty at construction (the log says why): the changelog restore
-    refills it. Not thread-safe; one task owns it.
+    implicit snapshot), must be closed (use ``with``) and raise ``StorageFailure`` rather than
+    end early on a damaged block. A directory that does not open is wiped and recreated empty
+    at construction (the log says why): the changelog restore refills it. Any RocksDB error
+    raises :class:`~samzapy.errors.StorageFailure` naming the store, the file and the fix.
+    Not thread-safe (one task owns it), except :meth:`read_view`.
     """
 
     def __init__(
@@ -191,30 +147,50 @@ class RocksDBStore(KeyValueStore[bytes, bytes]):
         self.path = path
         self.options = options or RocksDBOptions()
         self.lock_timeout_s = lock_timeout_s
-        self._db = self._open_or_wipe()
+        self._db: Rdict | None = self._open_or_wipe()
 
     def _open_or_wipe(self) -> Rdict:
         try:
             return open_rdict(self.path, self.options, self.lock_timeout_s)
         except StoreCorruptError as exc:
-            log.warning("%s; wiping it, the changelog restore rebuilds it", exc)
+            log.warning("%s; wiping it, the changelog restore rebuilds it", str(exc))
             shutil.rmtree(self.path, ignore_errors=True)
             return open_rdict(self.path, self.options, self.lock_timeout_s)
 
+    def _failure(self, exc: Exception, doing: str) -> StorageFailure:
+        return storage_failure(exc, self.path, doing)
+
     def get(self, key: bytes) -> bytes | None:
         """The value of ``key`` or ``None``."""
-        return self._db.get(key)
+        try:
+            return self._db.get(key)  # type: ignore[union-attr]
+        except Exception as exc:
+            if not is_rocksdb_error(exc):
+                raise
+            raise self._failure(exc, "reading") from exc
 
     def get_many(self, keys: list[bytes]) -> list[bytes | None]:
         """The values of ``keys`` in order (RocksDB multi-get)."""
-        return self._db.get(keys) if keys else []
+        if not keys:
+            return []
+        try:
+            return self._db.get(keys)  # type: ignore[union-attr]
+        except Exception as exc:
+            if not is_rocksdb_error(exc):
+                raise
+            raise self._failure(exc, "reading") from exc
 
     def put(self, key: bytes, value: bytes | None) -> None:
         """Write one entry; ``None`` deletes."""
-        if value is None:
-            self._db.delete(key)
-        else:
-            self._db.put(key, value)
+        try:
+            if value is None:
+                self._db.delete(key)  # type: ignore[union-attr]
+            else:
+                self._db.put(key, value)  # type: ignore[union-attr]
+        except Exception as exc:
+            if not is_rocksdb_error(exc):
+                raise
+            raise self._failure(exc, "writing") from exc
 
     def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Write every entry in one atomic WriteBatch; ``None`` values delete."""
@@ -224,12 +200,18 @@ class RocksDBStore(KeyValueStore[bytes, bytes]):
                 batch.delete(key)
             else:
                 batch.put(key, value)
-        if batch.len():
-            self._db.write(batch)
+        if not batch.len():
+            return
+        try:
+            self._db.write(batch)  # type: ignore[union-attr]
+        except Exception as exc:
+            if not is_rocksdb_error(exc):
+                raise
+            raise self._failure(exc, "writing") from exc
 
     def delete(self, key: bytes) -> None:
         """Remove ``key``."""
-        self._db.delete(key)
+        self.put(key, None)
 
     def range(self, from_key: bytes, to_key: bytes) -> KeyValueIterator[bytes, bytes]:
         """Entries with ``from_key <= key < to_key``."""
@@ -244,41 +226,78 @@ class RocksDBStore(KeyValueStore[bytes, bytes]):
     def _iterate(
         self, from_key: bytes | None, read_options: ReadOptions | None
     ) -> KeyValueIterator[bytes, bytes]:
-        it = self._db.iter(read_options) if read_options is not None else self._db.iter()
+        db = self._db
+        assert db is not None, f"{self!r} is closed"
+        it = db.iter(read_options) if read_options is not None else db.iter()
         if from_key is None:
             it.seek_to_first()
         else:
             it.seek(from_key)
-
-        def entries() -> Iterator[Entry[bytes, bytes]]:
-            # rocksdict's iterator does not own the upper bound set on its ReadOptions: keep
-            # the options alive as long as the iterator, or the bound is read from freed memory
-            # (ranges then stop early or run past their end, at random).
-            _keep_alive = read_options  # noqa: F841
-            while it.valid():
-                yield Entry(it.key(), it.value())
-                it.next()
-
-        generator = entries()
+        generator = _entries([it], self.path, read_options)
         return KeyValueIterator(generator, generator.close)
 
     def flush(self) -> None:
         """Nothing buffered here: RocksDB's write-ahead log holds every write."""
 
+    def read_view(self) -> ReadView:
+        """A read-only view another thread may read while the task writes (the query service)."""
+        return LiveRocksDBView(lambda: self._db, self.path)
+
+    def verify(self) -> int:
+        """Read every entry with checksums verified (a damaged block fails, not ends, the scan);
+        the number of entries.
+
+        The walk only steps the iterator (no key or value reaches Python), which still loads
+        and checks every data block: about three times faster than a scan through
+        :meth:`all`.
+
+        Raises:
+            StoreCorruptError: a block or file is damaged (named in the message).
+        """
+        db = self._db
+        assert db is not None, f"{self!r} is closed"
+        options = ReadOptions()
+        options.set_verify_checksums(True)
+        options.fill_cache(False)  # a one-off scan must not evict the hot blocks
+        options.set_readahead_size(_VERIFY_READAHEAD)
+        it = db.iter(options)
+        it.seek_to_first()
+        valid, step, entries = it.valid, it.next, 0
+        while valid():
+            step()
+            entries += 1
+        failure = iterator_failure(it, self.path, entries)
+        del it, valid, step  # not kept alive by the traceback: they hold the database open
+        if failure is not None:
+            raise StoreCorruptError(str(failure), store=failure.store, path=failure.path)
+        return entries
+
     def checkpoint_to(self, target: Path) -> None:
         """Write a RocksDB checkpoint (hard links) of the current state into ``target``."""
-        Checkpoint(self._db).create_checkpoint(str(target))
+        try:
+            Checkpoint(self._db).create_checkpoint(str(target))
+        except Exception as exc:
+            if not is_rocksdb_error(exc):
+                raise
+            raise self._failure(exc, f"taking a local checkpoint into {target}") from exc
 
     def reset(self, source: Path | None = None) -> None:
         """Replace the live directory by a copy of the checkpoint ``source``, or empty it.
 
+        The live database is discarded: an error closing it (a damaged or full store) is
+        logged, never raised, since its files are deleted next.
+
         Raises:
             StoreCorruptError: the copy does not open (the live directory is left empty).
+            StorageFailure: the copy failed (a full disk).
         """
-        self.close()
+        self._close_discarded()
         shutil.rmtree(self.path, ignore_errors=True)
         if source is not None:
-            copy_db_dir(source, self.path)
+            try:
+                copy_db_dir(source, self.path)
+            except OSError as exc:
+                raise self._failure(exc, f"copying the local checkpoint {source}") from exc
         try:
             self._db = open_rdict(self.path, self.options, self.lock_timeout_s)
         except StoreCorruptError:
@@ -286,12 +305,56 @@ class RocksDBStore(KeyValueStore[bytes, bytes]):
             self._db = open_rdict(self.path, self.options, self.lock_timeout_s)
             raise
 
+    def _close_discarded(self) -> None:
+        try:
+            self.close()
+        except StorageFailure as exc:
+            self._db = None
+            log.warning(
+                "closing %s before deleting it failed (ignored, it is rebuilt): %s", self.path, str(exc)
+            )
+
     def close(self) -> None:
-        """Close the database and release its lock."""
-        db = getattr(self, "_db", None)
-        if db is not None:
+        """Close the database and release its lock.
+
+        Raises:
+            StorageFailure: RocksDB failed writing its last state (the lock is released anyway).
+        """
+        db, self._db = self._db, None
+        if db is None:
+            return
+        failure = None
+        try:
             db.close()
-            self._db = None  # type: ignore[assignment]
+        except Exception as exc:
+            if not is_rocksdb_error(exc):
+                raise
+            failure = self._failure(exc, "closing")
+        # Drop the database before raising: the traceback would keep it (and its lock) alive.
+        del db
+        if failure is not None:
+            raise failure
 
     def __repr__(self) -> str:
         return f"RocksDBStore({str(self.path)!r})"
+
+
+def _entries(
+    holder: list[Any], db_dir: Path, read_options: ReadOptions | None
+) -> Iterator[Entry[bytes, bytes]]:
+    """The entries of the iterator in ``holder`` (taken out, so that this frame owns the only
+    reference) until it ends; a walk that ended on an error raises StorageFailure."""
+    it = holder.pop()
+    # rocksdict's iterator does not own the upper bound set on its ReadOptions: keep the
+    # options alive as long as the iterator, or the bound is read from freed memory (ranges
+    # then stop early or run past their end, at random).
+    _keep_alive = read_options  # noqa: F841
+    read = 0
+    while it.valid():
+        yield Entry(it.key(), it.value())
+        read += 1
+        it.next()
+    failure = iterator_failure(it, db_dir, read)  # an error ends the walk as if the keys had ended
+    del it  # not kept alive by the traceback: it holds the database (and its lock) open
+    if failure is not None:
+        raise failure

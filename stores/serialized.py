@@ -7,6 +7,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.base import Entry, KeyValueIterator, KeyValueStore
+from samzapy.stores.wrapped import WrappedStore
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -22,7 +23,7 @@ class Serde(Protocol):
         """Deserialise ``data``."""
 
 
-class SerializedStore(KeyValueStore[K, V], Generic[K, V]):
+class SerializedStore(WrappedStore[K, V], Generic[K, V]):
     """Serialises keys and values on the way down, deserialises on the way up (Samza's
     ``SerializedKeyValueStore``).
 
@@ -39,7 +40,7 @@ class SerializedStore(KeyValueStore[K, V], Generic[K, V]):
         msg_serde: Serde | None,
         metrics: MetricsGroup | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.key_serde = key_serde
         self.msg_serde = msg_serde
         metrics = metrics or MetricsGroup("unnamed-store")
@@ -103,14 +104,6 @@ class SerializedStore(KeyValueStore[K, V], Generic[K, V]):
                 yield Entry(ko(kb), vo(vb))
 
         return KeyValueIterator(entries(), raw.close)
-
-    def flush(self) -> None:
-        """Flush the inner store."""
-        self.inner.flush()
-
-    def close(self) -> None:
-        """Close the inner store."""
-        self.inner.close()
 
 
 def _identity(data: Any) -> Any:

@@ -31,12 +31,14 @@ from rocksdict import Options, WriteBatch
 from samzapy.config.model import StoreConfig
 from samzapy.errors import StoreError
 from samzapy.metrics import MetricsGroup
-from samzapy.stores.base import KeyValueIterator, KeyValueStore
+from samzapy.stores.base import KeyValueStore, RawStore
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import rocksdb_options
+from samzapy.stores.failures import is_rocksdb_error, storage_failure
 from samzapy.stores.memory import InMemoryStore
 from samzapy.stores.rocksdb import DEFAULT_LOCK_TIMEOUT_S, RocksDBStore
 from samzapy.stores.serialized import SerializedStore
+from samzapy.stores.wrapped import WrappedStore
 
 #: The column family holding ``topic/partition -> next offset`` of a side-input store.
 OFFSETS_CF = "side-input-offsets"
@@ -92,7 +94,12 @@ class SideInputRocksDBStore(RocksDBStore):
                 batch.put(key, value)
         for tp, offset in offsets.items():
             batch.put(encode_tp(tp), str(offset).encode(), handle)
-        self._db.write(batch)
+        try:
+            self._db.write(batch)
+        except Exception as exc:
+            if not is_rocksdb_error(exc):
+                raise
+            raise storage_failure(exc, self.path, "writing side-input records") from exc
 
     def offsets(self) -> dict[TopicPartitionKey, int]:
         """The next offset of each side-input partition the data reflects (empty: none)."""
@@ -130,8 +137,8 @@ class SideInputMemoryStore(InMemoryStore):
         self.__init__()  # type: ignore[misc]
 
 
-class ReadOnlyStore(KeyValueStore[Any, Any]):
-    """The task's view of a side-input store: reads pass through, writes raise.
+class ReadOnlyStore(WrappedStore[Any, Any]):
+    """The task's view of a side-input store: reads pass through (not overridden), writes raise.
 
     A task must not write: its side-input topics are the store's only source (a local
     write would be lost at the next rebuild, and a global store is shared by every task of
@@ -139,7 +146,7 @@ class ReadOnlyStore(KeyValueStore[Any, Any]):
     """
 
     def __init__(self, inner: KeyValueStore[Any, Any], name: str, topics: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._name = name
         self._topics = topics
 
@@ -150,30 +157,10 @@ class ReadOnlyStore(KeyValueStore[Any, Any]):
         )
         raise StoreError(msg)
 
-    def get(self, key: Any) -> Any:
-        """The value of ``key`` or ``None``."""
-        return self.inner.get(key)
-
-    def get_all(self, keys: Iterable[Any]) -> dict[Any, Any]:
-        """The present values of ``keys``."""
-        return self.inner.get_all(keys)
-
-    def range(self, from_key: Any, to_key: Any) -> KeyValueIterator[Any, Any]:
-        """Entries with ``from_key <= key < to_key``."""
-        return self.inner.range(from_key, to_key)
-
-    def all(self) -> KeyValueIterator[Any, Any]:
-        """Every entry."""
-        return self.inner.all()
-
     put = put_all = delete = delete_all = _refuse
 
     def flush(self) -> None:
         """Nothing to flush: the side-input writer writes the engine directly."""
-
-    def close(self) -> None:
-        """Close the layers underneath."""
-        self.inner.close()
 
 
 def build_side_input_store(
@@ -192,7 +179,7 @@ def build_side_input_store(
     engine's ``raw`` attribute: the side-input writer applies records and offsets there.
     """
     if config.engine == "inmemory":
-        raw: KeyValueStore[bytes, bytes] = SideInputMemoryStore()
+        raw: RawStore = SideInputMemoryStore()
     else:
         raw = SideInputRocksDBStore(path, rocksdb_options(config), lock_timeout_s)
     topics = ",".join(str(s) for s in config.side_inputs)

@@ -118,22 +118,6 @@ def changelog_partitions(servers: str, store: StoreConfig, wanted: Sequence[int]
     return sorted(set(wanted)) if wanted else list(range(count))
 
 
-class ReadOnlyProducer:
-    """The producer of a changelog a tool must never write to: any send is a bug, loudly."""
-
-    def send(self, topic: str, key: bytes | None, value: bytes | None, **_: Any) -> None:
-        """Refuse: this changelog is read-only."""
-        msg = f"internal error: a tool tried to write to changelog '{topic}' in read-only mode"
-        raise ToolError(msg)
-
-    def acked_offset(self, topic: str, partition: int) -> int | None:
-        """Nothing is ever written, so nothing is acknowledged."""
-        return None
-
-    def flush(self) -> None:
-        """Nothing to flush."""
-
-
 def record_size(record: ConsumerRecord) -> int:
     """Key plus value bytes of a changelog record (what restore reports as bytes)."""
     return max(record.serialized_key_size, 0) + max(record.serialized_value_size, 0)
@@ -147,6 +131,8 @@ class ToolChangelog(KafkaChangelog):
       at ``k + 1`` the restore of :mod:`samzapy.stores.restore` replays ``..k`` and trims
       nothing.
     * every batch read is reported to ``on_batch(records, bytes)`` (progress).
+
+    ``producer=None`` opens the changelog read-only (a send raises ``ChangelogWriteRefused``).
     """
 
     def __init__(

@@ -19,6 +19,8 @@ import struct
 from collections.abc import Sequence
 from pathlib import Path
 
+from samzapy.stores.paths import PARTITION_PREFIX
+
 #: ``struct flock`` on Linux (64-bit off_t): l_type, l_whence, l_start, l_len, l_pid.
 _FLOCK = struct.Struct("hhqqi4x")
 _GETLK = getattr(fcntl, "F_OFD_GETLK", fcntl.F_GETLK)
@@ -75,7 +77,7 @@ def locked_stores(base_dir: Path, stores: Sequence[str]) -> list[Path]:
         root = base_dir / store
         if not root.is_dir():
             continue
-        for db_dir in sorted(root.glob("Partition_*")):
+        for db_dir in sorted(root.glob(f"{PARTITION_PREFIX}*")):  # standby copies included
             if db_dir.is_dir() and is_locked(db_dir):
                 found.append(db_dir)
     return found

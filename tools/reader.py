@@ -27,7 +27,6 @@ iterator whether it stopped on an error. Damage raises
 from __future__ import annotations
 
 import heapq
-import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -41,6 +40,8 @@ from samzapy.config import Config, JobConfig, StoreConfig, load_config, parse_jo
 from samzapy.errors import ConfigError
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.checkpoints import LocalCheckpoints
+from samzapy.stores.paths import partition_dirs, partition_of
+from samzapy.stores.rocksdb_views import TTL_SUFFIX
 from samzapy.tools.common import BadInputError, JobSetup
 from samzapy.tools.keys import KeyCodec
 from samzapy.tools.locks import is_locked
@@ -53,10 +54,6 @@ from samzapy.tools.rocksdb_files import (
     probe,
 )
 
-_PARTITION_DIR = re.compile(r"^Partition_(\d+)$")
-#: RocksDB's TTL mode appends a 4-byte write time to every value.
-_TTL_SUFFIX = 4
-
 
 @dataclass(frozen=True)
 class DbLocation:
@@ -66,16 +63,8 @@ class DbLocation:
     path: Path
 
 
-def _partition_of(path: Path) -> int | None:
-    match = _PARTITION_DIR.match(path.name)
-    return int(match.group(1)) if match else None
-
-
 def _partition_dirs(root: Path) -> list[DbLocation]:
-    found = [
-        DbLocation(_partition_of(p), p) for p in root.iterdir() if p.is_dir() and _partition_of(p) is not None
-    ]
-    return sorted(found, key=lambda loc: loc.partition or 0)
+    return [DbLocation(partition_of(p), p) for p in partition_dirs(root)]
 
 
 def locate(db_path: Path, db_name: str, partition: int | None = None) -> list[DbLocation]:
@@ -89,7 +78,7 @@ def locate(db_path: Path, db_name: str, partition: int | None = None) -> list[Db
         msg = f"--db-path '{db_path}' is not a directory"
         raise BadInputError(msg)
     if looks_like_db(db_path):
-        found = [DbLocation(_partition_of(db_path), db_path)]
+        found = [DbLocation(partition_of(db_path), db_path)]
     elif (db_path / db_name).is_dir():
         found = _partition_dirs(db_path / db_name)
     else:
@@ -158,7 +147,7 @@ class SecondaryDb:
     def _value(self, raw: bytes | None) -> bytes | None:
         if raw is None or not self.ttl:
             return raw
-        return raw[:-_TTL_SUFFIX]
+        return raw[:-TTL_SUFFIX]
 
     def catch_up(self) -> None:
         """See what the primary wrote since the open (or the last catch-up)."""

@@ -43,7 +43,6 @@ from samzapy.streams import task_name_for
 from samzapy.tools.common import (
     BadInputError,
     JobSetup,
-    ReadOnlyProducer,
     ToolChangelog,
     ToolError,
     changelog_partitions,
@@ -138,7 +137,8 @@ def restore_stores(
     servers = setup.bootstrap_servers()
     if to_checkpoint:
         _refuse_if_job_alive(setup, chosen)
-    producer: Any = Producer(servers) if to_checkpoint else ReadOnlyProducer()
+    # None: the changelogs are opened read-only (a send would raise ChangelogWriteRefused)
+    producer = Producer(servers) if to_checkpoint else None
     report = RestoreReport(path, to_checkpoint)
     try:
         checkpoints = read_checkpoints(servers, setup.job.checkpoint_topic) if to_checkpoint else {}
@@ -147,9 +147,10 @@ def restore_stores(
         serdes = SerdeResolver(setup.job)
         for target in targets:
             report.partitions.append(_restore_one(target, path, servers, producer, serdes, progress))
-        producer.flush()  # trim writes acknowledged before we say "done"
+        if producer is not None:
+            producer.flush()  # trim writes acknowledged before we say "done"
     finally:
-        if to_checkpoint:
+        if producer is not None:
             producer.close()
         progress.finish()
     report.seconds = time.monotonic() - started
@@ -177,7 +178,7 @@ def _plan(
     for store in stores:
         assert store.changelog is not None
         for partition in changelog_partitions(servers, store, partitions):
-            changelog = ToolChangelog(store.changelog.stream, partition, ReadOnlyProducer(), servers)
+            changelog = ToolChangelog(store.changelog.stream, partition, None, servers)
             try:
                 end = changelog.end_offset()
             finally:
@@ -192,13 +193,18 @@ def _plan(
 
 
 def _restore_one(
-    target: _Target, path: Path, servers: str, producer: Any, serdes: SerdeResolver, progress: Progress
+    target: _Target,
+    path: Path,
+    servers: str,
+    producer: Producer | None,
+    serdes: SerdeResolver,
+    progress: Progress,
 ) -> PartitionRestore:
     store = target.store
     assert store.changelog is not None
     started = time.monotonic()
     changelog = ToolChangelog(store.changelog.stream, target.partition, producer, servers, progress.add)
-    if not isinstance(producer, Producer):
+    if producer is None:
         changelog.pin_end(target.end)  # read-only: the restore can never reach a trim
     engine = _build(store, target.partition, path, changelog, serdes)
     try:

@@ -31,7 +31,6 @@ from samzapy.stores.factory import build_store
 from samzapy.tools.common import (
     BadInputError,
     JobSetup,
-    ReadOnlyProducer,
     ToolChangelog,
     ToolError,
     select_stores,
@@ -132,7 +131,7 @@ def _verify_one(
     result = PartitionVerify(store.name, location.partition, location.path)
     topic = store.changelog.stream
     recorded = LocalCheckpoints(location.path, topic, location.partition).newest_first()
-    changelog = ToolChangelog(topic, location.partition, ReadOnlyProducer(), servers)
+    changelog = ToolChangelog(topic, location.partition, None, servers)  # read-only
     end = changelog.pin_end()
     if recorded:
         result.offset = recorded[0].offset

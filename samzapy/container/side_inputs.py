@@ -43,7 +43,7 @@ from samzapy.kafka.settings import client_settings
 from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.engine import StorageEngine
-from samzapy.stores.factory import store_dir
+from samzapy.stores.paths import global_label, global_store_dir, store_dir
 from samzapy.stores.side_input_store import build_side_input_store
 from samzapy.streams import task_name_for
 
@@ -290,9 +290,10 @@ def _instances(
     if config.side_inputs_scope == "global":
         if not partitions:
             return []
-        label = f"Global_{container_id}"
+        label = global_label(container_id)
         tps = [TopicPartition(topic, p) for topic, n in counts.items() for p in range(n)]
-        return [_Instance(label, base / config.name / label, -1, list(partitions), tps)]
+        path = global_store_dir(base, config.name, container_id)
+        return [_Instance(label, path, -1, list(partitions), tps)]
     return [
         _Instance(
             task_name_for(p),

@@ -25,15 +25,15 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Any
 
 from samzapy.config.model import StoreConfig
-from samzapy.errors import StoreError, StoreLockedError
+from samzapy.errors import StoreLockedError
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.checkpoints import LocalCheckpoints
-from samzapy.stores.factory import rocksdb_options, store_dir
-from samzapy.stores.restore import choose_base
+from samzapy.stores.factory import rocksdb_options
+from samzapy.stores.paths import standby_dir
+from samzapy.stores.restore import changes, choose_base
 from samzapy.stores.rocksdb import RocksDBStore
 from samzapy.streams import task_name_for
 
@@ -44,27 +44,7 @@ log = logging.getLogger(__name__)
 LOCK_TIMEOUT_S = 2.0
 
 
-class StandbyWriteError(StoreError):
-    """Something tried to write to Kafka from a standby (a bug: standbys only read)."""
-
-
-class NoWrites:
-    """The producer of a standby's changelog: any send is a bug and raises."""
-
-    def send(self, topic: str, *_args: Any, **_kwargs: Any) -> None:
-        """Refuse: a standby never writes to Kafka."""
-        msg = f"a standby replica tried to write to '{topic}': standbys never write"
-        raise StandbyWriteError(msg)
-
-    def acked_offset(self, _topic: str, _partition: int) -> None:
-        """Nothing is ever acknowledged: nothing is ever sent."""
-        return None
-
-
-def standby_dir(base_dir: Path, store: str, partition: int) -> Path:
-    """The working database of the standby copy of ``store`` of task ``partition``."""
-    live = store_dir(base_dir, store, partition)
-    return live.with_name(live.name + ".standby")
+__all__ = ["LOCK_TIMEOUT_S", "StandbyStore", "standby_dir"]
 
 
 class StandbyStore:
@@ -96,7 +76,8 @@ class StandbyStore:
         self.task_name = task_name_for(partition)
         self.config = config
         self.path = standby_dir(base_dir, config.name, partition)
-        self.changelog = KafkaChangelog(config.changelog.stream, partition, NoWrites(), servers)
+        # read-only: a standby never writes to Kafka (a send raises ChangelogWriteRefused)
+        self.changelog = KafkaChangelog.read_only(config.changelog.stream, partition, servers)
         self.checkpoints = LocalCheckpoints(self.path, config.changelog.stream, partition)
         self.raw: RocksDBStore | None = None
         self.disabled = False
@@ -176,7 +157,7 @@ class StandbyStore:
     def _apply(self, k: int, stop: threading.Event) -> None:
         assert self.raw is not None
         for batch in self.changelog.read(self.applied + 1, k + 1):
-            self.raw.put_all([(r.key, r.value) for r in batch if r.key is not None])
+            self.raw.put_all(changes(batch))
             self.applied = batch[-1].offset
             self._applied_messages.inc(len(batch))
             if stop.is_set():

@@ -36,6 +36,7 @@ from typing import Any
 
 from samzapy.config.model import JobConfig
 from samzapy.container.assignment import other_containers, owner_of, tasks_of
+from samzapy.errors import StorageFailure
 from samzapy.health import RESTORING, RUNNING, ContainerStatus
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.metrics import MetricsRegistry
@@ -45,6 +46,7 @@ from samzapy.query.keys import KeyCodec, QueryError, check_format
 from samzapy.query.peers import Peers
 from samzapy.query.sources import LiveReader, StaleSource, StoreReader
 from samzapy.serdes import SerdeResolver
+from samzapy.stores.engine import StorageEngine
 from samzapy.streams import task_name_for
 
 log = logging.getLogger(__name__)
@@ -138,6 +140,8 @@ class QueryService:
             )
         except QueryError as error:
             return Answer(error.status, {"error": str(error), "container": self.container_id})
+        except StorageFailure as error:  # a damaged store: an error, never a partial answer
+            return Answer(503, {"error": str(error), "container": self.container_id})
 
     def _codec(self, store: str) -> KeyCodec:
         codec = self._codecs.get(store)
@@ -389,11 +393,11 @@ class QueryService:
             if task is None:
                 blocked[name] = "no longer run by this container (fenced by a newer one)"
                 return None, False
-            raw = getattr(task.stores.get(store), "raw", None)
-            if raw is None:
+            engine = task.stores.get(store)
+            if not isinstance(engine, StorageEngine):
                 blocked[name] = f"store '{store}' of this task has no engine queries can read"
                 return None, False
-            return LiveReader(raw), False
+            return LiveReader(engine.read_view()), False
         if status == RESTORING:
             if not allow_stale:
                 blocked[name] = (

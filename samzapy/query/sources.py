@@ -17,8 +17,10 @@ The alternative, handing each request to the run loop between batches, would see
 too, but would make every answer wait for a poll and would let queries slow the loop down;
 reading the engine never blocks the loop.
 
-The in-memory engine is a dict: single reads are atomic under the GIL, and ranges copy the
-dict in one C call (``dict.copy``) before sorting, so the loop's writes never race them.
+The engines say how they are read from another thread in their read views
+(``StorageEngine.read_view()``: :mod:`samzapy.stores.rocksdb_views`,
+:class:`samzapy.stores.memory.InMemoryView`); a scan that meets a damaged block raises
+:class:`~samzapy.errors.StorageFailure` rather than answering with part of the range.
 
 Stale sources implement :class:`StaleSource`; :class:`LocalCheckpointSource` is the one
 samzapy ships: the newest checkpoint on this machine, the task's own or a standby replica's.
@@ -28,16 +30,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Protocol
-
-from rocksdict import AccessType, Options, Rdict
+from typing import Protocol
 
 from samzapy.config.model import JobConfig, StoreConfig
-from samzapy.container.standby_store import standby_dir
+from samzapy.errors import StorageFailure
+from samzapy.stores.base import ReadView
 from samzapy.stores.checkpoints import LocalCheckpoints
-from samzapy.stores.factory import store_dir
-from samzapy.stores.memory import InMemoryStore
-from samzapy.stores.rocksdb import RocksDBStore
+from samzapy.stores.paths import standby_dir, store_dir
+from samzapy.stores.rocksdb_views import ReadOnlyRocksDB
 
 log = logging.getLogger(__name__)
 
@@ -67,26 +67,9 @@ class StaleSource(Protocol):
         """A reader of the copy of ``store`` for task ``partition``, or ``None`` if there is none."""
 
 
-def _rdict_range(
-    db: Rdict, from_key: bytes | None, to_key: bytes | None, limit: int
-) -> list[tuple[bytes, bytes]]:
-    it = db.iter()
-    if from_key is None:
-        it.seek_to_first()
-    else:
-        it.seek(from_key)
-    found: list[tuple[bytes, bytes]] = []
-    while it.valid() and len(found) < limit:
-        key = it.key()
-        if to_key is not None and key >= to_key:
-            break
-        found.append((key, it.value()))
-        it.next()
-    return found
-
-
 class LiveReader:
-    """Reads the engine under a live store (RocksDB or in-memory) from another thread.
+    """Reads the engine under a live store (RocksDB or in-memory) from another thread, through
+    the engine's read view (:meth:`samzapy.stores.StorageEngine.read_view`).
 
     The caller must not use it once the store is closed (the query service stops before the
     container closes its stores).
@@ -94,50 +77,35 @@ class LiveReader:
 
     source = "live"
 
-    def __init__(self, raw: Any) -> None:
-        self.raw = raw
+    def __init__(self, view: ReadView) -> None:
+        self.view = view
 
     def get(self, key: bytes) -> bytes | None:
         """The engine's value of ``key``."""
-        return self.raw.get(key)
+        return self.view.get(key)
 
     def range(self, from_key: bytes | None, to_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
         """Up to ``limit`` entries of the engine in ``[from_key, to_key)``."""
-        if isinstance(self.raw, RocksDBStore):
-            return _rdict_range(self.raw._db, from_key, to_key, limit)  # noqa: SLF001 - see module doc
-        if isinstance(self.raw, InMemoryStore):
-            # one C call, atomic under the GIL: the loop's writes cannot change it midway
-            data = self.raw._data.copy()  # noqa: SLF001 - see module doc
-            keys = sorted(
-                k for k in data if (from_key is None or k >= from_key) and (to_key is None or k < to_key)
-            )
-            return [(k, data[k]) for k in keys[:limit]]
-        msg = f"cannot read a {type(self.raw).__name__} from the query server"
-        raise TypeError(msg)
+        return self.view.scan(from_key, to_key, limit)
 
     def close(self) -> None:
         """Nothing to release: the store belongs to its task."""
 
 
-class RdictReader:
-    """A read-only RocksDB opened on a directory that nobody writes (a local checkpoint)."""
+class CheckpointReader:
+    """A local checkpoint (a directory nobody writes), opened read-only."""
 
     def __init__(self, path: Path, source: str, ttl: bool = False) -> None:
         self.source = source
-        self._ttl = ttl
-        self._db = Rdict(str(path), options=Options(raw_mode=True), access_type=AccessType.read_only())
-
-    def _value(self, data: bytes | None) -> bytes | None:
-        # RocksDB's TTL mode appends a 4-byte timestamp to every stored value
-        return data[:-4] if data is not None and self._ttl else data
+        self._db = ReadOnlyRocksDB(path, ttl=ttl)
 
     def get(self, key: bytes) -> bytes | None:
         """The value of ``key`` in the checkpoint."""
-        return self._value(self._db.get(key))
+        return self._db.get(key)
 
     def range(self, from_key: bytes | None, to_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
         """Up to ``limit`` entries of the checkpoint in ``[from_key, to_key)``."""
-        return [(k, self._value(v)) for k, v in _rdict_range(self._db, from_key, to_key, limit)]
+        return self._db.scan(from_key, to_key, limit)
 
     def close(self) -> None:
         """Close the read-only database."""
@@ -171,9 +139,9 @@ class LocalCheckpointSource:
         ]
         for checkpoint, label in sorted(found, key=lambda item: item[0].offset, reverse=True):
             try:
-                return RdictReader(
+                return CheckpointReader(
                     checkpoint.path, f"{label} {checkpoint.offset}", ttl=config.ttl_ms is not None
                 )
-            except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exception; try an older one
+            except StorageFailure as exc:  # try an older one
                 log.info("query: checkpoint %s does not open (%s)", checkpoint.path, exc)
         return None

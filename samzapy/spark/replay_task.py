@@ -86,14 +86,6 @@ class ReplaySettings:
     staging: str = ""
 
 
-class _DiscardingChangelog:
-    """Keeps the logged layer in the store chain (as in streaming) without sending each write:
-    a replay publishes the final state once, at its end."""
-
-    def send(self, key: bytes, value: bytes | None) -> None:
-        """Drop the change."""
-
-
 def run_partition(plans: Iterator[TaskPlan], settings: ReplaySettings) -> Iterator[dict[str, Any]]:
     """``mapPartitions`` entry point: run each plan of the Spark partition (there is one)."""
     for plan in plans:
@@ -195,13 +187,16 @@ def _build_instance(
     from samzapy.container.error_policy import ErrorPolicy
     from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
     from samzapy.metrics import MetricsRegistry
+    from samzapy.stores.changelog import DiscardingChangelog
     from samzapy.streams import SystemStreamPartition
 
+    # The logged layer stays (as in streaming) but sends nothing: a replay publishes the
+    # final state once, at its end.
     builder = TaskBuilder(
         job,
         base_dir=work,
         registry=MetricsRegistry(),
-        changelog_for=lambda store_config, partition: _DiscardingChangelog(),
+        changelog_for=lambda store_config, partition: DiscardingChangelog(),
         side_inputs=side_inputs,
     )
 

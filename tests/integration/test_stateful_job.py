@@ -204,7 +204,8 @@ def test_live_restored_and_replayed_stores_are_identical_after_a_crash(tmp_path,
             base_dir=restored_dir,
             key_serde=serdes.get("string"),
             msg_serde=serdes.get("long"),
-            changelog=KafkaChangelog(f"{name}-counts-changelog", partition, _NoProducer(), broker),
+            # read-only: a restore to a checkpoint with nothing to trim never writes (a send raises)
+            changelog=KafkaChangelog.read_only(f"{name}-counts-changelog", partition, broker),
             metrics=MetricsGroup("restore"),
         )
         store.restore(checkpoints[f"Partition {partition}"].changelog_offsets["counts"])
@@ -223,14 +224,6 @@ def test_live_restored_and_replayed_stores_are_identical_after_a_crash(tmp_path,
     assert digest(live) == digest(restored) == digest(dict(replayed)) == digest(dict(expected))
 
 
-class _NoProducer:
-    """A restore to a checkpoint that has nothing to trim never produces."""
-
-    def send(self, *args, **kwargs):  # pragma: no cover - failing here is the point
-        raise AssertionError("restore tried to write to the changelog")
-
-    def acked_offset(self, topic, partition):
-        return None
 
 
 def test_clean_restart_replays_only_the_changelog_tail(tmp_path, broker):

@@ -29,7 +29,7 @@ from support import (
 
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.rocksdb import RocksDBStore
-from samzapy.tools.common import ReadOnlyProducer, ToolChangelog
+from samzapy.tools.common import ToolChangelog
 from samzapy.tools.read_rocksdb import main as read_tool
 from samzapy.tools.reader import RocksDbKeyValueReader
 from samzapy.tools.state_storage import main as state_tool
@@ -120,7 +120,7 @@ def changelog_ends(broker: str, name: str) -> dict[tuple[str, int], int]:
     ends = {}
     for store in STORES:
         for p in range(PARTITIONS):
-            changelog = ToolChangelog(f"{name}-{store}-changelog", p, ReadOnlyProducer(), broker)
+            changelog = ToolChangelog(f"{name}-{store}-changelog", p, None, broker)  # read-only
             ends[(store, p)] = changelog.end_offset()
             changelog.close_reader()
     return ends

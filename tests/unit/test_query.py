@@ -27,18 +27,11 @@ from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import build_store, store_dir
 from samzapy.stores.rocksdb import RocksDBStore
 from samzapy.streams import SystemStream, task_name_for
+from samzapy.testing import InMemoryChangelog
 
 TASKS = 4
 
 
-class CollectingChangelog:
-    """A ChangelogWriter that keeps what it is sent."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[bytes, bytes | None]] = []
-
-    def send(self, key: bytes, value: bytes | None) -> None:
-        self.sent.append((key, value))
 
 
 def job_config(base: Path, engine: str = "rocksdb", cache: int = 100) -> JobConfig:
@@ -65,7 +58,7 @@ def setup(request, tmp_path: Path):
             base_dir=job.logged_store_base_dir,
             key_serde=StringSerde(),
             msg_serde=LongSerde(),
-            changelog=CollectingChangelog(),
+            changelog=InMemoryChangelog(),
             metrics=MetricsGroup(f"store.counts.{task_name_for(partition)}"),
         )
         tasks.append(SimpleNamespace(partition=partition, stores={"counts": store}))

@@ -12,12 +12,16 @@ import pytest
 import samzapy.container.assignment
 import samzapy.container.standby
 from samzapy.config import ConfigError, load_config, parse_job_config
+from samzapy.config.model import StoreConfig
 from samzapy.container.assignment import standby_tasks_of
 from samzapy.container.standby import adopt_standby_checkpoints
-from samzapy.container.standby_store import NoWrites, StandbyWriteError, standby_dir
+from samzapy.container.standby_store import StandbyStore, standby_dir
+from samzapy.metrics import MetricsGroup
+from samzapy.stores.changelog import ChangelogWriteRefused
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import store_dir
 from samzapy.stores.rocksdb import RocksDBStore
+from samzapy.streams import SystemStream
 
 BASE = (
     "job.name=counter\ntask.class=samzapy.task:StreamTask\ntask.inputs=kafka.pageviews\n"
@@ -89,9 +93,12 @@ def test_a_bad_replication_factor_names_key_value_file_and_line(tmp_path: Path, 
     assert expected in problem
 
 
-def test_a_standby_changelog_cannot_send() -> None:
-    with pytest.raises(StandbyWriteError, match="standbys never write"):
-        NoWrites().send("counts-changelog", b"k", b"v", partition=1)
+def test_a_standby_changelog_cannot_send(tmp_path: Path) -> None:
+    config = StoreConfig("counts", changelog=SystemStream("kafka", "counts-changelog"))
+    standby = StandbyStore(config, 1, tmp_path, "127.0.0.1:1", MetricsGroup("standby"))
+    refused = r"KafkaChangelog\(.counts-changelog., 1\) is open read-only"
+    with pytest.raises(ChangelogWriteRefused, match=refused):
+        standby.changelog.send(b"k", b"v")
 
 
 def _checkpoint(checkpoints: LocalCheckpoints, path: Path, offset: int, value: bytes) -> None:

@@ -17,14 +17,7 @@ from samzapy.stores.memory import InMemoryStore
 from samzapy.stores.rocksdb import RocksDBStore
 from samzapy.stores.serialized import SerializedStore
 from samzapy.streams import SystemStream
-
-
-class CollectingChangelog:
-    def __init__(self) -> None:
-        self.sent: list[tuple[bytes, bytes | None]] = []
-
-    def send(self, key: bytes, value: bytes | None) -> None:
-        self.sent.append((key, value))
+from samzapy.testing import InMemoryChangelog
 
 
 def chain(engine: StorageEngine) -> list[type]:
@@ -51,7 +44,7 @@ def build(tmp_path: Path, changelog=None, **options) -> StorageEngine:
 
 
 def test_rocksdb_logged_cached(tmp_path: Path) -> None:
-    engine = build(tmp_path, CollectingChangelog())
+    engine = build(tmp_path, InMemoryChangelog())
     assert chain(engine) == [StorageEngine, CachedStore, SerializedStore, LoggedStore, RocksDBStore]
     assert engine.raw.path == tmp_path / "counts" / "Partition_3"
     assert (tmp_path / "counts" / "Partition_3").is_dir()
@@ -59,7 +52,7 @@ def test_rocksdb_logged_cached(tmp_path: Path) -> None:
 
 
 def test_rocksdb_logged_without_cache(tmp_path: Path) -> None:
-    engine = build(tmp_path, CollectingChangelog(), object_cache_size=0)
+    engine = build(tmp_path, InMemoryChangelog(), object_cache_size=0)
     assert chain(engine) == [StorageEngine, SerializedStore, LoggedStore, RocksDBStore]
     engine.close()
 
@@ -77,7 +70,7 @@ def test_rocksdb_not_logged_without_cache(tmp_path: Path) -> None:
 
 
 def test_inmemory_logged_cached(tmp_path: Path) -> None:
-    engine = build(tmp_path, CollectingChangelog(), engine="inmemory")
+    engine = build(tmp_path, InMemoryChangelog(), engine="inmemory")
     assert chain(engine) == [StorageEngine, CachedStore, SerializedStore, LoggedStore, InMemoryStore]
     assert not (tmp_path / "counts").exists()
 
@@ -88,12 +81,12 @@ def test_inmemory_not_logged_without_cache(tmp_path: Path) -> None:
 
 
 def test_built_store_logs_last_value_at_flush(tmp_path: Path) -> None:
-    log = CollectingChangelog()
+    log = InMemoryChangelog()
     engine = build(tmp_path, log, engine="inmemory")
     for i in range(10):
         engine.put(b"k", b"%d" % i)
     engine.flush()
-    assert log.sent == [(b"k", b"9")]
+    assert log.records == [(b"k", b"9")]
     assert engine.metrics.snapshot()["puts"] == 10
 
 

@@ -10,16 +10,7 @@ from samzapy.stores.engine import StorageEngine
 from samzapy.stores.logged import LoggedStore
 from samzapy.stores.memory import InMemoryStore
 from samzapy.stores.serialized import SerializedStore
-
-
-class CollectingChangelog:
-    """A ChangelogWriter that keeps what it is sent."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[bytes, bytes | None]] = []
-
-    def send(self, key: bytes, value: bytes | None) -> None:
-        self.sent.append((key, value))
+from samzapy.testing import InMemoryChangelog
 
 
 class StrSerde:
@@ -42,37 +33,37 @@ class IntSerde:
 
 
 def test_put_writes_inner_then_logs_change() -> None:
-    inner, log = InMemoryStore(), CollectingChangelog()
+    inner, log = InMemoryStore(), InMemoryChangelog()
     store = LoggedStore(inner, log)
     store.put(b"a", b"1")
     assert inner.get(b"a") == b"1"
-    assert log.sent == [(b"a", b"1")]
+    assert log.records == [(b"a", b"1")]
 
 
 def test_delete_logs_a_tombstone() -> None:
-    inner, log = InMemoryStore(), CollectingChangelog()
+    inner, log = InMemoryStore(), InMemoryChangelog()
     store = LoggedStore(inner, log)
     store.put(b"a", b"1")
     store.delete(b"a")
     store.put(b"b", None)
     assert inner.get(b"a") is None
-    assert log.sent == [(b"a", b"1"), (b"a", None), (b"b", None)]
+    assert log.records == [(b"a", b"1"), (b"a", None), (b"b", None)]
 
 
 def test_logged_put_all_logs_every_change_in_order() -> None:
-    inner, log = InMemoryStore(), CollectingChangelog()
+    inner, log = InMemoryStore(), InMemoryChangelog()
     store = LoggedStore(inner, log)
     store.put_all([(b"b", b"2"), (b"a", b"1"), (b"b", None)])
-    assert log.sent == [(b"b", b"2"), (b"a", b"1"), (b"b", None)]
+    assert log.records == [(b"b", b"2"), (b"a", b"1"), (b"b", None)]
     assert list(store.all()) == [(b"a", b"1")]
 
 
 def test_logged_reads_do_not_log() -> None:
-    log = CollectingChangelog()
+    log = InMemoryChangelog()
     store = LoggedStore(InMemoryStore(), log)
     store.get(b"x")
     list(store.range(b"a", b"z"))
-    assert log.sent == []
+    assert log.records == []
 
 
 # -- serialized -------------------------------------------------------------------------------
@@ -111,9 +102,9 @@ def test_serialized_none_serde_passes_bytes() -> None:
 
 def cached_stack(
     cache_size: int = 10, batch: int = 5
-) -> tuple[CachedStore, InMemoryStore, CollectingChangelog, MetricsGroup]:
+) -> tuple[CachedStore, InMemoryStore, InMemoryChangelog, MetricsGroup]:
     metrics = MetricsGroup("c")
-    inner, log = InMemoryStore(), CollectingChangelog()
+    inner, log = InMemoryStore(), InMemoryChangelog()
     store = CachedStore(
         SerializedStore(LoggedStore(inner, log), StrSerde(), StrSerde(), metrics), cache_size, batch, metrics
     )
@@ -124,9 +115,9 @@ def test_cache_writes_a_key_updated_n_times_once() -> None:
     store, inner, log, _ = cached_stack()
     for i in range(100):
         store.put("k", str(i))
-    assert log.sent == []
+    assert log.records == []
     store.flush()
-    assert log.sent == [(b"k", b"99")]
+    assert log.records == [(b"k", b"99")]
     assert inner.get(b"k") == b"99"
 
 
@@ -134,9 +125,9 @@ def test_cache_writes_dirty_entries_in_batches_of_write_batch_size() -> None:
     store, _, log, metrics = cached_stack(cache_size=100, batch=5)
     for i in range(4):
         store.put(f"k{i}", "v")
-    assert log.sent == [] and metrics.snapshot()["dirty-count"] == 4
+    assert log.records == [] and metrics.snapshot()["dirty-count"] == 4
     store.put("k4", "v")
-    assert len(log.sent) == 5 and metrics.snapshot()["dirty-count"] == 0
+    assert len(log.records) == 5 and metrics.snapshot()["dirty-count"] == 0
 
 
 def test_cache_hits_and_misses() -> None:
@@ -158,7 +149,7 @@ def test_cache_put_none_caches_the_deletion() -> None:
     assert inner.get(b"a") == b"1"
     store.flush()
     assert inner.get(b"a") is None
-    assert log.sent == [(b"a", None)]
+    assert log.records == [(b"a", None)]
 
 
 def test_cache_range_and_all_see_dirty_entries() -> None:
@@ -186,7 +177,7 @@ def test_cache_put_all_writes_through_after_dirty_entries() -> None:
     store, inner, log, _ = cached_stack(cache_size=100, batch=50)
     store.put("a", "old")
     store.put_all([("a", "new"), ("b", "2")])
-    assert log.sent == [(b"a", b"old"), (b"a", b"new"), (b"b", b"2")]
+    assert log.records == [(b"a", b"old"), (b"a", b"new"), (b"b", b"2")]
     assert inner.get(b"a") == b"new"
     assert store.get("b") == "2"
 

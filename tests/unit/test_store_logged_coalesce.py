@@ -10,63 +10,54 @@ from samzapy.metrics import MetricsGroup
 from samzapy.stores.factory import build_store
 from samzapy.stores.logged import LoggedStore
 from samzapy.stores.memory import InMemoryStore
-
-
-class CollectingChangelog:
-    """A ChangelogWriter that keeps what it is sent."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[bytes, bytes | None]] = []
-
-    def send(self, key: bytes, value: bytes | None) -> None:
-        self.sent.append((key, value))
+from samzapy.testing import InMemoryChangelog
 
 
 def test_coalescing_writes_inner_at_once_and_logs_the_last_value_at_flush() -> None:
-    inner, log = InMemoryStore(), CollectingChangelog()
+    inner, log = InMemoryStore(), InMemoryChangelog()
     store = LoggedStore(inner, log, coalesce=True)
     store.put(b"a", b"1")
     store.put(b"a", b"2")
     store.put_all([(b"b", b"1"), (b"a", b"3")])
     assert inner.get(b"a") == b"3"
     assert list(store.range(b"a", b"z")) == [(b"a", b"3"), (b"b", b"1")]
-    assert log.sent == []
+    assert log.records == []
     store.flush()
-    assert log.sent == [(b"a", b"3"), (b"b", b"1")]
+    assert log.records == [(b"a", b"3"), (b"b", b"1")]
     store.flush()
-    assert log.sent == [(b"a", b"3"), (b"b", b"1")]
+    assert log.records == [(b"a", b"3"), (b"b", b"1")]
 
 
 def test_coalescing_keeps_a_delete_as_a_tombstone() -> None:
-    inner, log = InMemoryStore(), CollectingChangelog()
+    inner, log = InMemoryStore(), InMemoryChangelog()
     store = LoggedStore(inner, log, coalesce=True)
     store.put(b"w", b"1")
     store.delete(b"w")
     store.put_all([(b"x", b"1"), (b"x", None)])
     store.flush()
-    assert log.sent == [(b"w", None), (b"x", None)]
+    assert log.records == [(b"w", None), (b"x", None)]
     assert inner.get(b"w") is None and inner.get(b"x") is None
 
 
 def test_coalescing_sends_early_when_too_many_keys_are_pending() -> None:
-    log = CollectingChangelog()
+    log = InMemoryChangelog()
     store = LoggedStore(InMemoryStore(), log, coalesce=True, max_pending=3)
     store.put(b"a", b"1")
     store.put(b"b", b"1")
-    assert log.sent == []
+    assert log.records == []
     store.put(b"c", b"1")
-    assert log.sent == [(b"a", b"1"), (b"b", b"1"), (b"c", b"1")]
+    assert log.records == [(b"a", b"1"), (b"b", b"1"), (b"c", b"1")]
     store.put(b"a", b"2")
     store.flush()
-    assert log.sent[-1] == (b"a", b"2")
+    assert log.records[-1] == (b"a", b"2")
 
 
 def test_without_coalescing_every_change_is_sent_at_once() -> None:
-    log = CollectingChangelog()
+    log = InMemoryChangelog()
     store = LoggedStore(InMemoryStore(), log)
     store.put(b"a", b"1")
     store.put(b"a", b"2")
-    assert log.sent == [(b"a", b"1"), (b"a", b"2")]
+    assert log.records == [(b"a", b"1"), (b"a", b"2")]
 
 
 def test_the_store_setting_turns_coalescing_on(tmp_path: Path) -> None:
@@ -82,7 +73,7 @@ def test_the_store_setting_turns_coalescing_on(tmp_path: Path) -> None:
     )
     store_config = parse_job_config(config).stores["s"]
     assert store_config.changelog_coalesce is True
-    log = CollectingChangelog()
+    log = InMemoryChangelog()
     store = build_store(
         store_config,
         partition=0,
@@ -95,4 +86,4 @@ def test_the_store_setting_turns_coalescing_on(tmp_path: Path) -> None:
     store.put(b"k", b"1")
     store.put(b"k", b"2")
     store.flush()
-    assert log.sent == [(b"k", b"2")]
+    assert log.records == [(b"k", b"2")]
