@@ -18,6 +18,7 @@ from kafka.producer.future import FutureRecordMetadata
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka.admin import DEFAULT_DEADLINE_S, attempt_timeout_ms, retry_unreachable
 from samzapy.kafka.fast_append import APPENDED, FastAppend, acked_last_offset
+from samzapy.kafka.fast_path_state import log_fast_paths
 from samzapy.kafka.partitioner import partition_for_key
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,7 @@ class Producer:
     ) -> None:
         settings = producer_settings(bootstrap_servers, overrides)
         settings.setdefault("bootstrap_timeout_ms", attempt_timeout_ms(deadline_s))
+        log_fast_paths()
         self._address = bootstrap_servers
         self._producer = retry_unreachable(
             lambda: KafkaProducer(**settings), bootstrap_servers, "connect", deadline_s
@@ -127,6 +129,12 @@ class Producer:
         self._acked: dict[tuple[str, int], int] = {}
         self._failures: list[tuple[str, int | None, BaseException]] = []  # the first few
         self._failure_count = 0
+
+    @property
+    def fast_path_active(self) -> bool:
+        """Whether this producer appends explicitly partitioned records through the fast path
+        (:mod:`samzapy.kafka.fast_append`; :func:`samzapy.kafka.fast_paths` says why not)."""
+        return self._fast is not None
 
     def send(
         self,
