@@ -39,7 +39,7 @@ from samzapy.container.side_inputs import SideInputs
 from samzapy.container.standby import StandbyReplicas, adopt_standby_checkpoints
 from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
 from samzapy.context import StoreContext
-from samzapy.crashpoints import crash_point
+from samzapy.crashpoints import crash_point, pause_point
 from samzapy.errors import KafkaSystemError, SamzapyError
 from samzapy.health import ContainerStatus
 from samzapy.kafka.admin import TopicAdmin
@@ -177,8 +177,11 @@ class Container:
         checkpoints = read_checkpoints(consumer_servers, job.checkpoint_topic)
         self._checkpoint_writer = CheckpointWriter(self._producer, job.checkpoint_topic)
         self._fence = Fence(consumer_servers, job.checkpoint_topic)
-        self._fence.claim([task_name_for(p) for p in mine], checkpoints, self._checkpoint_writer)
-        self._producer.flush()  # the takeover is visible before anything is restored or written
+        # The takeover is visible before anything is restored or written; a claim race lost to
+        # another container is claimed again from the winner's checkpoint: restore from that.
+        checkpoints.update(
+            self._fence.claim([task_name_for(p) for p in mine], checkpoints, self._checkpoint_writer)
+        )
         for store in job.stores.values():
             if store.changelog is not None:
                 self._admin.ensure_topic(
@@ -452,6 +455,7 @@ class Container:
         if self._async is not None:
             self._async.drain()  # every message taken in is done: stores match the offsets
         self._drop_fenced()
+        pause_point("after-fence-check")
         for task in self.tasks:
             task.flush_stores()
         self._producer.flush()
@@ -460,11 +464,8 @@ class Container:
         crash_point("after-local-checkpoint")
         for task in self.tasks:
             task.coordinator.commit_requested = False
-            checkpoint = TaskCheckpoint(
-                task.task_name,
-                dict(task.offsets),
-                store_offsets[task.task_name],
-                self._fence.generations[task.task_name],
+            checkpoint = self._fence.checkpoint(
+                task.task_name, dict(task.offsets), store_offsets[task.task_name]
             )
             # An idle task's checkpoint would be the one already written: skip the write, so an
             # idle container sends nothing (and a paused zombie has nothing in flight).
