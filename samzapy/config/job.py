@@ -29,6 +29,7 @@ _JOB_FIELDS = {  # key -> JobConfig field, for keys whose parsed value is stored
     "task.inputs": "inputs",
     "task.window.ms": "window_ms",
     "task.commit.ms": "commit_ms",
+    "task.broker.unavailable.ms": "broker_unavailable_ms",
     "task.max.concurrency": "max_concurrency",
     "task.drop.deserialization.errors": "drop_deserialization_errors",
     "task.dead.letter.stream": "dead_letter_stream",

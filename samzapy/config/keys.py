@@ -463,6 +463,14 @@ KEYS: tuple[KeySpec, ...] = (
         _TASK,
     ),
     _key(
+        "task.broker.unavailable.ms",
+        _int(0),
+        "300000",
+        "How long a container waits out an unreachable Kafka broker (retrying with backoff, a log "
+        "line per attempt, /health showing it) before it fails; long enough for a broker restart.",
+        _TASK,
+    ),
+    _key(
         "task.max.concurrency",
         _int(1),
         "1",

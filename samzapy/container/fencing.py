@@ -50,6 +50,8 @@ from samzapy.kafka.reading import read_partition, reader_consumer
 
 log = logging.getLogger(__name__)
 
+#: How long one read of the checkpoint topic may wait for the broker.
+REQUEST_TIMEOUT_MS = 10_000
 #: How many lost claim races :meth:`Fence.claim` retries before it gives up.
 MAX_CLAIM_ROUNDS = 5
 
@@ -74,7 +76,9 @@ class Fence:
     """
 
     def __init__(self, servers: str, topic: str, start: int = 0) -> None:
-        self._consumer = reader_consumer(servers)
+        # A short request timeout: an unreachable broker fails one fencing read in seconds, so
+        # that the retries (samzapy.kafka.outage) log and notice a stop request promptly.
+        self._consumer = reader_consumer(servers, request_timeout_ms=REQUEST_TIMEOUT_MS)
         self._tp = TopicPartition(topic, 0)
         self._position = start
         self._fold = CheckpointFold()
@@ -150,10 +154,13 @@ class Fence:
         )
 
     def lost(self) -> dict[str, int]:
-        """Tasks another container took over since the last call: name -> its generation."""
+        """Tasks another container took over since the last call: name -> its generation.
+
+        Safe to call again after it raised (an unreachable broker): what was read is kept.
+        """
+        self._read()
         taken = {name: g for name, g in self._overtaken.items() if name in self.generations}
         self._overtaken.clear()
-        self._read()
         for name, mine in self.generations.items():
             highest = self._fold.highest_seen(name)
             if highest > mine:

@@ -44,7 +44,8 @@ from samzapy.errors import KafkaSystemError, SamzapyError
 from samzapy.health import ContainerStatus
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
-from samzapy.kafka.producer import Producer
+from samzapy.kafka.outage import BrokerWait, StoppedDuringOutage
+from samzapy.kafka.producer import FlushTimeout, Producer
 from samzapy.kafka.reading import reader_consumer
 from samzapy.kafka.settings import client_settings
 from samzapy.metrics import MetricsRegistry
@@ -60,6 +61,14 @@ log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 5.0
 POLL_TIMEOUT_MS = 100
 MAX_POLL_RECORDS = 5000
+#: One attempt of a commit's producer flush; an unacknowledged flush is retried while the
+#: broker is unreachable (samzapy.kafka.outage), so a stop request is noticed between attempts.
+FLUSH_ATTEMPT_S = 15.0
+#: Producer close after a failure or a stop during an outage: do not wait for the broker.
+ABORT_CLOSE_S = 2.0
+#: kafka-python gives up on a batch after delivery.timeout.ms; keep batches alive for longer
+#: than an outage is waited out (task.broker.unavailable.ms), plus one flush attempt.
+DELIVERY_MARGIN_MS = 60_000
 
 
 class Container:
@@ -102,6 +111,8 @@ class Container:
         self._side_inputs: SideInputs | None = None  # stores filled from side-input topics
         self._queries: RunningQueries | None = None  # interactive queries (job.query.port)
         self._head_flusher: HeadFlusher | None = None  # stores.S.flush.at.head
+        self._broker: BrokerWait | None = None  # waits out an unreachable broker at commits
+        self._aborted = False  # stopped on a failure or during an outage: close without waiting
         self._local_checkpoints = LocalCheckpointSchedule(
             {s.name: s.local_checkpoint_ms for s in job.stores.values()}, job.commit_ms
         )
@@ -122,6 +133,10 @@ class Container:
             self._loop()
             self._commit(final=True)
             code = 0
+        except StoppedDuringOutage as stopped:
+            log.warning("%s", stopped)
+            self._aborted = True
+            code = 0
         except MessageFailure as failure:
             self.status.failed(str(failure))
             if failure.safe_to_commit:
@@ -137,6 +152,7 @@ class Container:
         except Exception as error:
             log.exception("the container failed; nothing since the last commit is committed")
             self.status.failed(f"{type(error).__name__}: {error}")
+            self._aborted = True
             self._close()
             raise
         self._close()
@@ -168,7 +184,16 @@ class Container:
         task_count, input_counts = self._input_partition_counts()
         mine = [p for p in range(task_count) if p % job.container_count == self.container_id]
         self.status.restoring(task_name_for(p) for p in mine)
-        self._producer = Producer(producer_servers, job.producer_overrides)
+        delivery_ms = job.broker_unavailable_ms + DELIVERY_MARGIN_MS
+        self._producer = Producer(
+            producer_servers, {"delivery.timeout.ms": delivery_ms, **job.producer_overrides}
+        )
+        self._broker = BrokerWait(
+            producer_servers,
+            job.broker_unavailable_ms / 1000,
+            lambda: self._stop_requested,
+            self.status.broker_unreachable,
+        )
         # before any restore, so that queries answer "restoring" from the start
         self._queries = start_queries(self, task_count, consumer_servers, self._admin, self._producer)
         self._admin.ensure_topic(
@@ -458,7 +483,7 @@ class Container:
         pause_point("after-fence-check")
         for task in self.tasks:
             task.flush_stores()
-        self._producer.flush()
+        self._flush("flush the changelog and output writes")
         crash_point("after-producer-flush")
         store_offsets = self._local_checkpoints.take(self.tasks, final=final)
         crash_point("after-local-checkpoint")
@@ -472,15 +497,19 @@ class Container:
             if self._last_checkpoints.get(task.task_name) != checkpoint:
                 self._checkpoint_writer.write(checkpoint)
                 self._last_checkpoints[task.task_name] = checkpoint
-        self._producer.flush()
+        self._flush("write the checkpoints")
         self._commits.inc()
         self._commit_ns.inc(time.perf_counter_ns() - started)
         self._write_metrics()
 
+    def _flush(self, what: str) -> None:
+        """Flush the producer, waiting out an unreachable broker (samzapy.kafka.outage)."""
+        self._broker.call(lambda: self._producer.flush(FLUSH_ATTEMPT_S), what)
+
     def _drop_fenced(self) -> None:
         """Drop the tasks another container took over (see samzapy.container.fencing): their
         stores are neither flushed nor closed, no checkpoint is written for them."""
-        lost = self._fence.lost()
+        lost = self._broker.call(self._fence.lost, "read the checkpoint topic (fencing check)")
         if not lost:
             return
         for task in [t for t in self.tasks if t.task_name in lost]:
@@ -520,7 +549,9 @@ class Container:
             self._inputs.consumer.close()
         if self._producer is not None:
             try:
-                self._producer.close()
+                self._producer.close(ABORT_CLOSE_S if self._aborted else None)
+            except FlushTimeout as unacknowledged:
+                log.warning("%s: they are not committed; the next run writes them again", unacknowledged)
             except Exception:
                 log.exception("closing the producer failed")
         if self._admin is not None:

@@ -45,6 +45,19 @@ _MAX_FAILURES_SHOWN = 5
 _Pending = tuple[FutureRecordMetadata, str, int | None, Any]
 
 
+class FlushTimeout(KafkaSystemError):
+    """Sends were not all acknowledged within a flush's timeout (they may still be: the broker
+    is slow or unreachable, see :mod:`samzapy.kafka.outage`)."""
+
+    broker_unreachable = True
+
+
+class SendFailed(KafkaSystemError):
+    """Sends failed for good (kafka-python gave up on them): waiting will not bring them back."""
+
+    broker_unreachable = False
+
+
 def producer_settings(bootstrap_servers: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``KafkaProducer`` settings for ``overrides`` on top of :data:`DEFAULTS`.
 
@@ -192,7 +205,7 @@ class Producer:
                 f"{len(self._pending)} records sent to {self._address} were not acknowledged "
                 f"within {timeout_s} s"
             )
-            raise KafkaSystemError(msg) from exc
+            raise FlushTimeout(msg) from exc
         self._collect()
         if self._failures:
             raise self._failure_error()
@@ -224,8 +237,15 @@ class Producer:
         """Send what is queued and close the connections.
 
         Does not report failed sends: call :meth:`flush` first when they matter.
+
+        Raises:
+            FlushTimeout: records were still unacknowledged after ``timeout_s``.
         """
-        self._producer.close(timeout=timeout_s)
+        try:
+            self._producer.close(timeout=timeout_s)
+        except kafka_errors.KafkaTimeoutError as exc:
+            msg = f"records sent to {self._address} were not acknowledged within {timeout_s} s of closing"
+            raise FlushTimeout(msg) from exc
 
     def _collect(self) -> None:
         """Move completed sends out of the pending list into acked offsets or failures."""
@@ -256,7 +276,7 @@ class Producer:
         if len(self._failures) < _MAX_FAILURES_SHOWN:
             self._failures.append((entry[1], entry[2], exc))
 
-    def _failure_error(self) -> KafkaSystemError:
+    def _failure_error(self) -> SendFailed:
         failures = self._failures
         shown = "; ".join(
             f"topic '{topic}' partition {'?' if partition is None else partition}: "
@@ -266,6 +286,6 @@ class Producer:
         count = self._failure_count
         more = f" (and {count - len(failures)} more)" if count > len(failures) else ""
         msg = f"{count} record(s) sent to {self._address} were not written: {shown}{more}"
-        error = KafkaSystemError(msg)
+        error = SendFailed(msg)
         error.__cause__ = failures[0][2]
         return error
