@@ -27,6 +27,51 @@ from samzapy.streams import SystemStreamPartition
 log = logging.getLogger(__name__)
 
 CHECKPOINT_VERSION = 2
+#: The header every changelog record carries: its writer's ownership generation (ASCII digits).
+GENERATION_HEADER = "samzapy.generation"
+
+
+def generation_header(generation: int) -> list[tuple[str, bytes]]:
+    """The headers of a changelog record written by ownership ``generation``."""
+    return [(GENERATION_HEADER, str(generation).encode())]
+
+
+def record_generation(record: Any) -> int | None:
+    """The writer's generation a consumed changelog record carries (``None``: no header, a
+    record of a samzapy without generation headers)."""
+    for name, value in record.headers or ():
+        if name == GENERATION_HEADER and value:
+            return int(value)
+    return None
+
+
+@dataclass(frozen=True)
+class ChangelogFence:
+    """Which changelog records of a store a reader skips: those after offset ``start`` written
+    by a generation below ``generation`` (a zombie's, landed after the takeover).
+
+    ``start`` is the changelog offset the owning generation claimed the task at (``None``:
+    the changelog had no committed record then); records up to it are all taken. A zombie's
+    records *before* it were undone by that generation's restore (the trim, which also
+    rewrites the keys of the records it skipped), so "everything up to ``start``, then only
+    the owner's generation and above" is the committed state.
+
+    >>> class R:
+    ...     def __init__(self, offset, gen): self.offset, self.headers = offset, generation_header(gen)
+    >>> fence = ChangelogFence(start=10, generation=2)
+    >>> fence.skips(R(9, 1)), fence.skips(R(11, 1)), fence.skips(R(11, 2)), fence.skips(R(12, 3))
+    (False, True, False, False)
+    """
+
+    start: int | None
+    generation: int
+
+    def skips(self, record: Any) -> bool:
+        """Whether a reader must ignore ``record``."""
+        if self.start is not None and record.offset <= self.start:
+            return False
+        written_by = record_generation(record)
+        return written_by is not None and written_by < self.generation
 
 
 @dataclass
@@ -41,6 +86,9 @@ class TaskCheckpoint:
         generation: the ownership generation that wrote it (fencing of zombie writers).
         claimant: the container instance that claimed ``generation`` (``None``: written by a
             tool or by a samzapy without claimants; such records are not filtered by owner).
+        fence_generation: the generation whose changelog rule applies to this checkpoint's
+            state (see :meth:`fence_for`; 0: none, every record up to the offset counts).
+        fence_offsets: per store, the changelog offset ``fence_generation`` claimed at.
     """
 
     task_name: str
@@ -48,6 +96,15 @@ class TaskCheckpoint:
     changelog_offsets: dict[str, int | None] = field(default_factory=dict)
     generation: int = 0
     claimant: str | None = None
+    fence_generation: int = 0
+    fence_offsets: dict[str, int | None] = field(default_factory=dict)
+
+    def fence_for(self, store: str) -> ChangelogFence | None:
+        """The rule a reader of ``store``'s changelog applies to reach this checkpoint's state
+        (``None``: take every record up to the checkpointed offset)."""
+        if not self.fence_generation:
+            return None
+        return ChangelogFence(self.fence_offsets.get(store), self.fence_generation)
 
     def to_bytes(self) -> bytes:
         """The record value written to the checkpoint topic (JSON)."""
@@ -60,6 +117,11 @@ class TaskCheckpoint:
         }
         if self.claimant is not None:
             body["claimant"] = self.claimant
+        if self.fence_generation:
+            body["fence"] = {
+                "generation": self.fence_generation,
+                "changelogs": dict(sorted(self.fence_offsets.items())),
+            }
         return json.dumps(body).encode()
 
     @classmethod
@@ -84,6 +146,11 @@ class TaskCheckpoint:
                 },
                 generation=int(body.get("generation", 0)),
                 claimant=None if body.get("claimant") is None else str(body["claimant"]),
+                fence_generation=int(body.get("fence", {}).get("generation", 0)),
+                fence_offsets={
+                    str(k): (None if v is None else int(v))
+                    for k, v in body.get("fence", {}).get("changelogs", {}).items()
+                },
             )
         except (ValueError, KeyError, TypeError) as exc:
             msg = f"unreadable checkpoint {where}: {exc}"

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from kafka import TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
+from samzapy.checkpoint import generation_header
 from samzapy.crashpoints import crash_point
 from samzapy.kafka.reading import end_offset, read_partition, reader_consumer
 
@@ -34,8 +35,13 @@ class KafkaChangelog:
     acknowledged offset when this process wrote to the partition, else what restore learnt.
     """
 
-    def __init__(self, topic: str, partition: int, producer: Any, bootstrap_servers: str) -> None:
+    def __init__(
+        self, topic: str, partition: int, producer: Any, bootstrap_servers: str, generation: int | None = None
+    ) -> None:
         self.topic = topic
+        # Every record carries the writer's ownership generation: readers skip a zombie's
+        # (samzapy.checkpoint.ChangelogFence). None: no header (tools, tests).
+        self._headers = None if generation is None else generation_header(generation)
         self.partition = partition
         self.producer = producer
         self.bootstrap_servers = bootstrap_servers
@@ -45,7 +51,10 @@ class KafkaChangelog:
 
     def send(self, key: bytes, value: bytes | None) -> None:
         """Send one change to the changelog partition (``None`` value: a tombstone)."""
-        self.producer.send(self.topic, key, value, partition=self.partition)
+        if self._headers is None:
+            self.producer.send(self.topic, key, value, partition=self.partition)
+        else:
+            self.producer.send(self.topic, key, value, partition=self.partition, headers=self._headers)
         crash_point("after-changelog-send")
 
     def _reader(self) -> Any:

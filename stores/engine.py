@@ -155,9 +155,12 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
 
     # -- life cycle ------------------------------------------------------------------------
 
-    def restore(self, checkpointed_offset: int | None, *, trusted_local: bool = True) -> RestoreStats:
+    def restore(
+        self, checkpointed_offset: int | None, *, trusted_local: bool = True, fence: Any = None
+    ) -> RestoreStats:
         """Bring the store to the state of changelog offset ``checkpointed_offset`` (see
         :mod:`samzapy.stores.restore`); ``None``: nothing committed, the store ends up empty.
+        ``fence`` (``samzapy.checkpoint.ChangelogFence``): the records a zombie wrote, skipped.
 
         ``trusted_local=False`` ignores local checkpoints (full restore). A store without a
         changelog is not restorable: it is left as it is (the stats are all zero).
@@ -176,6 +179,7 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
             checkpointed_offset,
             self.metrics,
             self._checkpoints if trusted_local else None,
+            fence,
         )
 
     def _invalidate_caches(self) -> None:

@@ -32,6 +32,12 @@ checkpoint write (the store flush's changelog records, outputs) still land after
 (2) changelog records a task writes *between* commits (object cache evictions) go out before
 the next check. Changelog readers skip such records by their generation header; outputs are
 the documented at-least-once window (docs/operations.md, "A zombie after a takeover").
+
+The changelog: every changelog record carries its writer's generation in a header, and every
+commit's checkpoint a *fence*: the generation and the changelog offsets it was claimed at.
+Readers (restore, standbys) skip records of a lower generation after those offsets
+(:class:`samzapy.checkpoint.ChangelogFence`); a restore rewrites the keys of the records it
+skipped with their committed values, so the records before the next fence need no rule.
 """
 
 from __future__ import annotations
@@ -83,6 +89,7 @@ class Fence:
         self._position = start
         self._fold = CheckpointFold()
         self._overtaken: dict[str, int] = {}  # won, but a higher generation came right after
+        self._claimed: dict[str, TaskCheckpoint] = {}  # the claim record of each owned task
         self.claimant = new_claimant()
         self.generations: dict[str, int] = {}
 
@@ -117,7 +124,7 @@ class Fence:
                     pending.append(name)
                     continue
                 self.generations[name] = record.generation
-                claimed[name] = record
+                claimed[name] = self._claimed[name] = record
                 highest = self._fold.highest_seen(name)
                 if highest > record.generation:
                     self._overtaken[name] = highest
@@ -141,16 +148,28 @@ class Fence:
         else:
             base = self._fold.checkpoints.get(name) or TaskCheckpoint(name)
         generation = max(base.generation, self._fold.highest_seen(name)) + 1
+        # The claim's state is the base's: it keeps the base's changelog fence (restore skips
+        # what the base's readers skip); the new generation's own fence starts at its commits.
         return TaskCheckpoint(
-            name, dict(base.input_offsets), dict(base.changelog_offsets), generation, self.claimant
+            name,
+            dict(base.input_offsets),
+            dict(base.changelog_offsets),
+            generation,
+            self.claimant,
+            base.fence_generation,
+            dict(base.fence_offsets),
         )
 
     def checkpoint(
         self, task_name: str, input_offsets: dict[Any, int], changelog_offsets: dict[str, int | None]
     ) -> TaskCheckpoint:
-        """A commit's checkpoint of ``task_name``, stamped with its generation and claimant."""
+        """A commit's checkpoint of ``task_name``, stamped with its generation, its claimant
+        and its changelog fence: readers skip records of lower generations after the changelog
+        offsets the task was claimed at (``samzapy.checkpoint.ChangelogFence``)."""
+        generation = self.generations[task_name]
+        claimed = self._claimed[task_name].changelog_offsets
         return TaskCheckpoint(
-            task_name, input_offsets, changelog_offsets, self.generations[task_name], self.claimant
+            task_name, input_offsets, changelog_offsets, generation, self.claimant, generation, dict(claimed)
         )
 
     def lost(self) -> dict[str, int]:

@@ -334,7 +334,11 @@ class Container:
             changelog = None
             if store_config.changelog is not None:
                 changelog = KafkaChangelog(
-                    store_config.changelog.stream, partition, self._producer, consumer_servers
+                    store_config.changelog.stream,
+                    partition,
+                    self._producer,
+                    consumer_servers,
+                    generation=self._fence.generations[name],  # a header on every record
                 )
             key_serde, msg_serde = serdes.for_store(store_config)
             store = build_store(
@@ -347,7 +351,8 @@ class Container:
                 metrics=self.registry.group(f"store.{store_config.name}.{name}"),
             )
             offset = checkpoint.changelog_offsets.get(store_config.name) if checkpoint else None
-            store.restore(offset)
+            fence = checkpoint.fence_for(store_config.name) if checkpoint else None
+            store.restore(offset, fence=fence)  # a zombie's records skipped
             stores[store_config.name] = store
         task_metrics = self.registry.group(f"task.{name}")
         instance = TaskInstance(

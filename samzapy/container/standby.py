@@ -214,7 +214,7 @@ class StandbyReplicas:
                 for store in self.stores:
                     if self._stop.is_set():
                         break
-                    store.catch_up(self._committed_offset(store), self._stop)
+                    store.catch_up(self._committed_offset(store), self._stop, self._fence(store))
                     store.maybe_checkpoint(time.monotonic(), commit_s)
                 if time.monotonic() >= next_progress:
                     next_progress = time.monotonic() + PROGRESS_EVERY_S
@@ -251,6 +251,11 @@ class StandbyReplicas:
                     self._fold.add_record(record, self._tp.topic)  # a fenced zombie's is ignored
                 except CheckpointError as exc:
                     log.warning("standby replicas: %s: skipped", exc)
+
+    def _fence(self, store: StandbyStore) -> Any:
+        """The owner checkpoint's changelog fence of ``store`` (a zombie's records skipped)."""
+        checkpoint = self._fold.checkpoints.get(store.task_name)
+        return None if checkpoint is None else checkpoint.fence_for(store.name)
 
     def _committed_offset(self, store: StandbyStore) -> int | None:
         checkpoint = self._fold.checkpoints.get(store.task_name)

@@ -97,6 +97,7 @@ class StandbyStore:
         self.config = config
         self.path = standby_dir(base_dir, config.name, partition)
         self.changelog = KafkaChangelog(config.changelog.stream, partition, NoWrites(), servers)
+        self._fence: Any = None  # the owner checkpoint's ChangelogFence, set by catch_up
         self.checkpoints = LocalCheckpoints(self.path, config.changelog.stream, partition)
         self.raw: RocksDBStore | None = None
         self.disabled = False
@@ -148,11 +149,14 @@ class StandbyStore:
             k,
         )
 
-    def catch_up(self, k: int | None, stop: threading.Event) -> None:
-        """Apply the changelog records after what the copy holds, up to ``k`` inclusive.
+    def catch_up(self, k: int | None, stop: threading.Event, fence: Any = None) -> None:
+        """Apply the changelog records after what the copy holds, up to ``k`` inclusive,
+        except those ``fence`` (the owner checkpoint's ``ChangelogFence``) rules out: a
+        zombie's, written after a takeover.
 
         Returns early when ``stop`` is set (between two fetched batches).
         """
+        self._fence = fence
         if self.disabled or k is None:
             return
         if self.raw is None:
@@ -175,8 +179,10 @@ class StandbyStore:
 
     def _apply(self, k: int, stop: threading.Event) -> None:
         assert self.raw is not None
+        fence = self._fence
         for batch in self.changelog.read(self.applied + 1, k + 1):
-            self.raw.put_all([(r.key, r.value) for r in batch if r.key is not None])
+            kept = [r for r in batch if r.key is not None and (fence is None or not fence.skips(r))]
+            self.raw.put_all([(r.key, r.value) for r in kept])
             self.applied = batch[-1].offset
             self._applied_messages.inc(len(batch))
             if stop.is_set():

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 from support import (
+    changelog_counts,
     consume_all,
     create_topic,
+    header,
     job_env,
     kill9,
     metric_sum,
@@ -33,7 +35,7 @@ from support import (
     write_config,
 )
 
-from samzapy.checkpoint import TaskCheckpoint, read_checkpoints
+from samzapy.checkpoint import GENERATION_HEADER, TaskCheckpoint, read_checkpoints
 from samzapy.crashpoints import PAUSED_LINE
 
 pytestmark = [pytest.mark.integration, pytest.mark.crash]
@@ -132,3 +134,71 @@ def test_a_zombie_checkpoint_landing_after_the_takeover_never_wins(tmp_path, bro
         claims.setdefault((record.task_name, record.generation), set()).add(record.claimant)
     assert sorted(claims) == [(f"Partition {p}", g) for p in range(PARTITIONS) for g in (1, 2, 3)]
     assert all(len(claimants) == 1 for claimants in claims.values()), claims  # generations unique
+
+
+def produce_named(broker: str, topic: str, keys: list[str]) -> Counter:
+    produce(broker, topic, ((k.encode(), f"m{i}".encode()) for i, k in enumerate(keys)))
+    return Counter(keys)
+
+
+def committed(broker: str, topic: str, generation: int) -> int:
+    found = read_checkpoints(broker, topic)
+    return sum(
+        o for c in found.values() if c.generation == generation for o in c.input_offsets.values()
+    )
+
+
+def test_a_zombies_changelog_records_after_the_takeover_never_reach_a_restore(tmp_path, broker):
+    name = "zombie-changelog"
+    checkpoint_topic = f"__samza_checkpoint_ver_1_for_{name}_1"
+    changelog = f"{name}-counts-changelog"
+    rng = random.Random(22)
+    create_topic(broker, f"{name}-in", PARTITIONS)
+    expected = produce_named(broker, f"{name}-in", [f"key-{rng.randrange(300)}" for _ in range(4_000)])
+    uncoalesced = {"stores.counts.changelog.coalesce": "false", "task.commit.ms": "1000"}
+    props = properties(tmp_path / "a", broker, name, **uncoalesced)
+    config_a = write_config(tmp_path / "a.properties", props)
+    zombie = start_job(config_a, env=job_env(SAMZAPY_PAUSE_AT="after-fence-check"), log=tmp_path / "a.log")
+    replacement = None
+    try:
+        wait_for(
+            lambda: is_stopped(zombie.pid), timeout=120, what="container A to stop after its fence check"
+        )
+        # The replacement takes over and goes further than the zombie got (input B) ...
+        expected += produce_named(broker, f"{name}-in", [f"key-{rng.randrange(300)}" for _ in range(4_000)])
+        config_b = write_config(
+            tmp_path / "b.properties", {**props, "job.logged.store.base.dir": tmp_path / "b"}
+        )
+        replacement = start_job(config_b, log=tmp_path / "b.log")
+        wait_for(lambda: committed(broker, checkpoint_topic, 2) == 8_000, timeout=120, what="the takeover")
+        # ... then the zombie resumes: its store flush writes the counts of input A alone, after
+        # the replacement's records, and it is fenced at its next commit.
+        zombie.send_signal(signal.SIGCONT)
+        assert zombie.wait(timeout=60) == 0
+        # The replacement writes on (new keys only: the zombie's records stay the newest of
+        # their keys) and commits past the zombie's records.
+        expected += produce_named(broker, f"{name}-in", [f"new-{i % 50}" for i in range(500)])
+        wait_for(lambda: committed(broker, checkpoint_topic, 2) == 8_500, timeout=120, what="input C")
+        replacement.send_signal(signal.SIGTERM)
+        assert replacement.wait(timeout=60) == 0
+    finally:
+        for process in (zombie, replacement):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                kill9(process)
+    assert "fenced: another container owns it now" in (tmp_path / "a.log").read_text()
+    records = consume_all(broker, changelog)
+    generations = [int(header(r, GENERATION_HEADER)) for r in records]
+    first_of_replacement = generations.index(2)
+    zombie_late = [g for g in generations[first_of_replacement:] if g == 1]
+    assert zombie_late, "the zombie wrote no changelog record after the takeover"
+    naive, _ = changelog_counts(broker, changelog)
+    assert naive != dict(expected)  # the last value per key: the zombie's win for some keys
+    assert read_counts(tmp_path / "b") == dict(expected)  # the replacement's live stores are right
+
+    fresh = write_config(tmp_path / "c.properties", {**props, "job.logged.store.base.dir": tmp_path / "c"})
+    restore = run_job(fresh, "--exit-at-end")
+
+    assert restore.returncode == 0, restore.stderr[-3000:]
+    assert read_counts(tmp_path / "c") == dict(expected)  # a full restore equals the replacement
+    assert changelog_counts(broker, changelog)[0] == dict(expected)  # the restore rewrote those keys
