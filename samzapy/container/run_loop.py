@@ -200,6 +200,7 @@ class Container:
             job.checkpoint_topic, 1, compact=True, replication_factor=job.replication_factor
         )
         checkpoints = read_checkpoints(consumer_servers, job.checkpoint_topic)
+        found = dict(checkpoints)  # for the start line: the claims below add one per task
         self._checkpoint_writer = CheckpointWriter(self._producer, job.checkpoint_topic)
         self._fence = Fence(consumer_servers, job.checkpoint_topic)
         # The takeover is visible before anything is restored or written; a claim race lost to
@@ -227,7 +228,7 @@ class Container:
         outputs = OutputStreams(serdes, lambda stream: self._ensure_output(stream, task_count))
         policy = ErrorPolicy(job, self._producer)
         task_class = resolve_task_class(job.task_class, self.config.location("task.class"))
-        self._log_start(mine, input_counts, checkpoints)
+        self._log_start(mine, input_counts, found)
         adopt_standby_checkpoints(job, mine)  # a failover restores from the standby's checkpoints
         if any(s.restore_engine == "spark" for s in job.stores.values()):
             from samzapy.spark.bulk_restore import restore_for_container  # needs the spark extra

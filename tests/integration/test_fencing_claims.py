@@ -72,8 +72,10 @@ def test_a_restart_after_a_zombie_commit_claims_above_the_replacement(broker, to
             claimed = restart.claim([TASK], read_checkpoints(broker, topic_name), writer)
         finally:
             restart.close()
-        # restores the replacement's state, with a generation nobody had
-        assert claimed[TASK] == TaskCheckpoint(TASK, {SSP: 10}, {"counts": 99}, 3, restart.claimant)
+        # restores the replacement's state (and its changelog fence), with a generation nobody had
+        assert claimed[TASK] == TaskCheckpoint(
+            TASK, {SSP: 10}, {"counts": 99}, 3, restart.claimant, fence_generation=2, fence_offsets={}
+        )
     finally:
         zombie.close()
         replacement.close()
