@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
-from samzapy.jobs.event_time import END_OF_STREAM, EventTime, control_of, input_streams
 from samzapy.operators import JoinRegistry, JoinResult, StreamStreamJoin
+from samzapy.operators.event_time import END_OF_STREAM, EventTime, control_of, input_streams
 
 
 def joined_record(click: dict, impression: dict | None) -> dict:

@@ -31,7 +31,8 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
-from samzapy.jobs.event_time import (
+from samzapy.operators import SessionWindows, TumblingWindows, WindowedAggregation, count
+from samzapy.operators.event_time import (
     END_OF_STREAM,
     EventTime,
     SequenceDedup,
@@ -41,7 +42,6 @@ from samzapy.jobs.event_time import (
     late_bound,
     lineage_of,
 )
-from samzapy.operators import SessionWindows, TumblingWindows, WindowedAggregation, count
 
 HOUR_MS = 3_600_000
 #: Closed windows emitted (and purged) per store scan.

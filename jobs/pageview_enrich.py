@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
-from samzapy.jobs.event_time import control_of
 from samzapy.operators import StreamTableJoin, id_from_headers
+from samzapy.operators.event_time import control_of
 
 
 class PageViewEnrichTask(StreamTask, InitableTask):

@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
-from samzapy.jobs.event_time import control_of
 from samzapy.operators import id_from_headers
+from samzapy.operators.event_time import control_of
 
 
 class ZipFromProfile:

@@ -9,7 +9,7 @@ streams carry watermark control messages): every forwarded view has a ``samzapy.
 header (source partition, input offset, the source's progress before it), and every
 ``task.window.ms`` the task broadcasts its progress to every partition of the output as a
 ``watermark`` control record; an ``end-of-stream`` record on its input is broadcast too. See
-:mod:`samzapy.jobs.event_time` and ``docs/patterns/window-aggregation.md``.
+:mod:`samzapy.operators.event_time` and ``docs/patterns/window-aggregation.md``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
-from samzapy.jobs.event_time import (
+from samzapy.operators import ID_HEADER, RepartitionError, Watermark
+from samzapy.operators.event_time import (
     CONTROL_HEADER,
     END_OF_STREAM,
     LINEAGE_HEADER,
@@ -26,7 +27,6 @@ from samzapy.jobs.event_time import (
     control_of,
     lineage_header,
 )
-from samzapy.operators import ID_HEADER, RepartitionError, Watermark
 from samzapy.operators.keys import MIN_MS
 
 _NOT_FORWARDED = {ID_HEADER, LINEAGE_HEADER, CONTROL_HEADER}

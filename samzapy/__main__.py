@@ -1,5 +1,5 @@
 """``python -m samzapy`` is the ``samzapy`` command."""
 
-from samzapy.cli import main
+from samzapy.cli.app import main
 
 main()

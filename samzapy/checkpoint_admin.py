@@ -29,7 +29,7 @@ from kafka.consumer.fetcher import ConsumerRecord
 
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
 from samzapy.config import JobConfig
-from samzapy.errors import CheckpointError
+from samzapy.errors import BadArgumentError, CheckpointError
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.producer import Producer
 from samzapy.kafka.reading import read_partition, reader_consumer
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 _PROBE_FETCH_BYTES = 64 * 1024
 
 
-class CheckpointTargetError(CheckpointError):
+class CheckpointTargetError(CheckpointError, BadArgumentError):
     """A ``checkpoint set`` target names a partition or offset the job does not have."""
 
 

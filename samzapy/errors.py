@@ -55,3 +55,9 @@ class StorageFailure(StoreError):
         super().__init__(text)
         self.store = store
         self.path = path
+
+
+class BadArgumentError(SamzapyError):
+    """An argument names something that does not exist or does not parse (a store, a
+    partition, an offset, a key): the request is wrong, not the system. Commands exit 2 on it,
+    as on a :class:`ConfigError`; on every other :class:`SamzapyError` they exit 1."""

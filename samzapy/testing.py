@@ -20,7 +20,7 @@ from samzapy.config import Config, parse_job_config, resolve_task_class
 from samzapy.container.task_instance import Coordinator
 from samzapy.context import StoreContext
 from samzapy.metrics import MetricsRegistry
-from samzapy.operators.ids import output_id
+from samzapy.output_ids import output_id
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.factory import build_store
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for

@@ -17,7 +17,7 @@ from typing import Any
 from kafka.consumer.fetcher import ConsumerRecord
 
 from samzapy.config import Config, JobConfig, StoreConfig, load_config, parse_job_config
-from samzapy.errors import ConfigError, SamzapyError
+from samzapy.errors import BadArgumentError, ConfigError, SamzapyError
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
 from samzapy.stores.changelog import KafkaChangelog
@@ -27,7 +27,7 @@ class ToolError(SamzapyError):
     """A state tool could not do what it was asked (the CLIs exit 1)."""
 
 
-class BadInputError(ToolError):
+class BadInputError(ToolError, BadArgumentError):
     """An argument names something that does not exist or does not parse (the CLIs exit 2)."""
 
 

@@ -13,6 +13,7 @@ lock); see :mod:`samzapy.tools.reader`. The work is done by
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,8 +21,10 @@ from typing import Any, TypeVar
 
 import click
 
-from samzapy.tools.cli import BadInput, config_path_option, setup_logging, tool_errors
-from samzapy.tools.common import load_job
+from samzapy.cli.boundary import Group
+from samzapy.cli.logs import setup_logging
+from samzapy.cli.options import config_path_option, logging_options
+from samzapy.tools.common import BadInputError, load_job
 from samzapy.tools.keys import KEY_TYPES, default_key_type, parse_key, parse_keys, render_json, render_text
 from samzapy.tools.reader import DbStats, RocksDbKeyValueReader
 
@@ -39,7 +42,7 @@ _FORMAT = click.option(
 def _store_options(func: F) -> F:
     for option in reversed(
         [
-            config_path_option,
+            config_path_option(),
             click.option(
                 "--db-path",
                 required=True,
@@ -60,11 +63,15 @@ def _store_options(func: F) -> F:
     return func
 
 
-@click.group()
-@click.option("-v", "--verbose", is_flag=True, help="Log what happens (INFO level).")
-def main(verbose: bool) -> None:
-    """Read a job's RocksDB store, live or not, with the store's own serdes."""
-    setup_logging(verbose)
+@click.group(cls=Group)
+@logging_options
+def main(verbose: bool, log_file: Path | None) -> None:
+    """Read a job's RocksDB store, live or not, with the store's own serdes.
+
+    Exit codes: 0 done, 1 a failure (a damaged store included: nothing partial is shown as
+    complete), 2 a bad argument or configuration.
+    """
+    setup_logging(verbose, level=logging.WARNING, log_file=log_file)
 
 
 @contextmanager
@@ -125,17 +132,13 @@ def inspect(
         "json": json_keys,
         "hex": hex_keys,
     }
-    with tool_errors():
-        keys = [
-            (kind, key) for kind, texts in given.items() for text in texts for key in parse_keys(kind, text)
-        ]
-        if not keys:
-            raise BadInput(
-                "give at least one key: --string-key, --integer-key, --long-key, --json-key or --hex-key"
-            )
-        with _open(config_path, db_path, db_name, partition, quiet) as reader:
-            found = [(key, *reader.find(key, kind)) for kind, key in keys]
-            several = len(reader.dbs) > 1
+    keys = [(kind, key) for kind, texts in given.items() for text in texts for key in parse_keys(kind, text)]
+    if not keys:
+        msg = "give at least one key: --string-key, --integer-key, --long-key, --json-key or --hex-key"
+        raise BadInputError(msg)
+    with _open(config_path, db_path, db_name, partition, quiet) as reader:
+        found = [(key, *reader.find(key, kind)) for kind, key in keys]
+        several = len(reader.dbs) > 1
     for key, part, value in found:
         if fmt == "json":
             click.echo(render_json({"key": key, "value": value, "partition": part}))
@@ -188,7 +191,7 @@ def scan(
     fmt: str,
 ) -> None:
     """Print entries in key order (serialised-key order, across partitions)."""
-    with tool_errors(), _open(config_path, db_path, db_name, partition, quiet) as reader:
+    with _open(config_path, db_path, db_name, partition, quiet) as reader:
         kind, (start, end, pre) = _bounds(reader, key_type, from_key, to_key, prefix)
         for part, key, value in reader.entries(start, end, pre, limit, kind):
             if fmt == "json":
@@ -212,7 +215,7 @@ def count(
     key_type: str | None,
 ) -> None:
     """Print the exact number of keys (in the range)."""
-    with tool_errors(), _open(config_path, db_path, db_name, partition, quiet) as reader:
+    with _open(config_path, db_path, db_name, partition, quiet) as reader:
         kind, bounds = _bounds(reader, key_type, from_key, to_key, prefix)
         click.echo(reader.count(*bounds, kind=kind))
 
@@ -226,7 +229,7 @@ def stats(
     """Print, per partition: keys (RocksDB's estimate), size on disk, SST files, memtable size,
     the changelog offset the store reflects (its newest local checkpoint) and whether a live
     process has it open."""
-    with tool_errors(), _open(config_path, db_path, db_name, partition, quiet) as reader:
+    with _open(config_path, db_path, db_name, partition, quiet) as reader:
         found = reader.stats()
     for item in found:
         if fmt == "json":

@@ -16,6 +16,12 @@ Where the database is (``db_path``), in order:
 3. ``db_path`` holds ``Partition_<N>`` directories: it is the store's directory.
 
 Every partition found is read unless ``partition`` picks one.
+
+A damaged store is never read as if it were whole (:mod:`samzapy.tools.rocksdb_files`): a
+missing CURRENT or MANIFEST is said plainly, a store no live process has open is probed
+read-only first (RocksDB then checks every file it lists), and every walk ends by asking the
+iterator whether it stopped on an error. Damage raises
+:class:`~samzapy.errors.StorageFailure`.
 """
 
 from __future__ import annotations
@@ -38,6 +44,14 @@ from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.tools.common import BadInputError, JobSetup
 from samzapy.tools.keys import KeyCodec
 from samzapy.tools.locks import is_locked
+from samzapy.tools.rocksdb_files import (
+    NotAStoreError,
+    check_iterator,
+    check_manifest,
+    failed_read,
+    looks_like_db,
+    probe,
+)
 
 _PARTITION_DIR = re.compile(r"^Partition_(\d+)$")
 #: RocksDB's TTL mode appends a 4-byte write time to every value.
@@ -69,11 +83,12 @@ def locate(db_path: Path, db_name: str, partition: int | None = None) -> list[Db
 
     Raises:
         BadInputError: nothing there is a RocksDB store, or ``partition`` is not among them.
+        StorageFailure: a store's directory has lost its CURRENT file.
     """
     if not db_path.is_dir():
         msg = f"--db-path '{db_path}' is not a directory"
         raise BadInputError(msg)
-    if (db_path / "CURRENT").is_file():
+    if looks_like_db(db_path):
         found = [DbLocation(_partition_of(db_path), db_path)]
     elif (db_path / db_name).is_dir():
         found = _partition_dirs(db_path / db_name)
@@ -94,6 +109,8 @@ def locate(db_path: Path, db_name: str, partition: int | None = None) -> list[Db
         found = picked
     for loc in found:
         if not (loc.path / "CURRENT").is_file():
+            if looks_like_db(loc.path):
+                check_manifest(loc.path, db_name)  # raises: says the CURRENT file is missing
             msg = f"'{loc.path}' is not a RocksDB store: it has no CURRENT file"
             raise BadInputError(msg)
     return found
@@ -103,23 +120,34 @@ class SecondaryDb:
     """One database opened as a secondary instance (raw bytes), caught up with its primary.
 
     ``ttl``: the store was written in RocksDB's TTL mode; the write time RocksDB appends to
-    each value is cut off. Close it (or use ``with``): that removes its temporary directory.
+    each value is cut off. ``store``: its name, for error messages. Close it (or use
+    ``with``): that removes its temporary directory.
+
+    Raises:
+        BadInputError: the directory is not a RocksDB store.
+        StorageFailure: it is one, but damaged (module doc).
     """
 
-    def __init__(self, location: DbLocation, ttl: bool = False) -> None:
+    def __init__(self, location: DbLocation, ttl: bool = False, store: str | None = None) -> None:
         self.location = location
         self.ttl = ttl
+        self.store = store
+        path = location.path
+        try:
+            check_manifest(path, store)
+        except NotAStoreError as exc:
+            msg = f"'{path}' is not a readable RocksDB store: {exc}"
+            raise BadInputError(msg) from None
+        probe(path, store)
         self._scratch = tempfile.mkdtemp(prefix="samzapy-secondary-")
         options = Options(raw_mode=True)
         options.set_max_open_files(-1)  # RocksDB's requirement for a secondary instance
         try:
-            self._db = Rdict(
-                str(location.path), options=options, access_type=AccessType.secondary(self._scratch)
-            )
+            self._db = Rdict(str(path), options=options, access_type=AccessType.secondary(self._scratch))
             self._db.try_catch_up_with_primary()
         except Exception as exc:  # rocksdict raises plain Exception with RocksDB's status text
             shutil.rmtree(self._scratch, ignore_errors=True)
-            msg = f"'{location.path}' is not a readable RocksDB store: {exc}"
+            msg = f"'{path}' is not a readable RocksDB store: {exc}"
             raise BadInputError(msg) from None
 
     @property
@@ -137,13 +165,27 @@ class SecondaryDb:
         self._db.try_catch_up_with_primary()
 
     def get_many(self, keys: list[bytes]) -> list[bytes | None]:
-        """The stored values of ``keys`` (``None``: absent)."""
-        return [self._value(v) for v in self._db.get(keys)] if keys else []
+        """The stored values of ``keys`` (``None``: absent).
+
+        Raises:
+            StorageFailure: RocksDB could not read them (a damaged file).
+        """
+        if not keys:
+            return []
+        try:
+            found = self._db.get(keys)
+        except Exception as exc:  # rocksdict raises plain Exception with RocksDB's status text
+            raise failed_read(exc, self.location.path, self.store) from None
+        return [self._value(v) for v in found]
 
     def entries(
         self, from_key: bytes | None = None, to_key: bytes | None = None, prefix: bytes | None = None
     ) -> Iterator[tuple[bytes, bytes]]:
-        """Entries with ``from_key <= key < to_key`` whose key starts with ``prefix``, in order."""
+        """Entries with ``from_key <= key < to_key`` whose key starts with ``prefix``, in order.
+
+        Raises:
+            StorageFailure: the walk stopped on a damaged block or file, not at the end.
+        """
         options = ReadOptions()
         if to_key is not None:
             options.set_iterate_upper_bound(to_key)
@@ -153,12 +195,15 @@ class SecondaryDb:
             it.seek_to_first()
         else:
             it.seek(start)
+        read = 0
         while it.valid():
             key = it.key()
             if prefix is not None and not key.startswith(prefix):
                 return
             yield key, self._value(it.value())
+            read += 1
             it.next()
+        check_iterator(it, self.location.path, read, self.store)
 
     def property_int(self, name: str) -> int | None:
         """A RocksDB integer property (``rocksdb.estimate-num-keys``, ...)."""
@@ -177,6 +222,17 @@ class SecondaryDb:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _tagged(
+    db: SecondaryDb, from_key: bytes | None, to_key: bytes | None, prefix: bytes | None
+) -> Iterator[tuple[bytes, int | None, bytes]]:
+    """``db``'s entries as (key, partition, value): a function, so that each stream keeps its
+    own database (a generator expression in a loop would read the loop variable late, and
+    label every entry with the last partition)."""
+    partition = db.partition
+    for key, value in db.entries(from_key, to_key, prefix):
+        yield key, partition, value
 
 
 @dataclass(frozen=True)
@@ -264,8 +320,9 @@ class RocksDbKeyValueReader:
         self.locations = locate(Path(db_path), self.store.name, partition)
         self.dbs: list[SecondaryDb] = []
         try:
+            ttl = self.store.ttl_ms is not None
             for location in self.locations:
-                self.dbs.append(SecondaryDb(location, ttl=self.store.ttl_ms is not None))
+                self.dbs.append(SecondaryDb(location, ttl=ttl, store=self.store.name))
         except BaseException:
             self.close()
             raise
@@ -288,7 +345,7 @@ class RocksDbKeyValueReader:
         limit: int | None = None,
     ) -> Iterator[tuple[int | None, bytes, bytes]]:
         """(partition, key, value) bytes in key order over every partition read."""
-        streams = [((k, db.partition, v) for k, v in db.entries(from_key, to_key, prefix)) for db in self.dbs]
+        streams = [_tagged(db, from_key, to_key, prefix) for db in self.dbs]
         for n, (key, partition, value) in enumerate(heapq.merge(*streams, key=lambda e: e[0])):
             if limit is not None and n >= limit:
                 return

@@ -6,16 +6,21 @@ Samza's ``state-storage-tool.sh`` flags work as they are::
     state-storage-tool verify --config-path job.properties --path /tmp/state
 
 The work is done by :func:`samzapy.tools.restore.restore_stores` and
-:func:`samzapy.tools.verify.verify_stores`; this module only parses and prints.
+:func:`samzapy.tools.verify.verify_stores`; this module only parses and prints. Errors, exit
+codes and logging are those of every samzapy command (:mod:`samzapy.cli.boundary`): a bad
+argument or config exits 2, a failure 1, each with one ``Error:`` line.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
 
-from samzapy.tools.cli import config_path_option, setup_logging, tool_errors
+from samzapy.cli.boundary import Group
+from samzapy.cli.logs import setup_logging
+from samzapy.cli.options import config_path_option, logging_options
 from samzapy.tools.common import load_job
 from samzapy.tools.keys import render_json, render_text
 from samzapy.tools.progress import Progress
@@ -25,15 +30,15 @@ from samzapy.tools.verify import MAX_EXAMPLES, VerifyReport, verify_stores
 _PATH = click.Path(file_okay=False, path_type=Path)
 
 
-@click.group()
-@click.option("-v", "--verbose", is_flag=True, help="Log what happens (INFO level).")
-def main(verbose: bool) -> None:
+@click.group(cls=Group)
+@logging_options
+def main(verbose: bool, log_file: Path | None) -> None:
     """Restore a job's stores from their changelogs into a directory, and verify them."""
-    setup_logging(verbose)
+    setup_logging(verbose, level=logging.WARNING, log_file=log_file)
 
 
 @main.command()
-@config_path_option
+@config_path_option()
 @click.option("--path", "path", required=True, type=_PATH, help="Base directory to restore into.")
 @click.option(
     "--store",
@@ -76,18 +81,17 @@ def restore(
     restore. By default the stores are restored to the changelog's end (read-only: safe while
     the job runs); a PATH that already holds restored stores is brought forward incrementally.
     """
-    with tool_errors():
-        setup = load_job(config_path)
-        shown = Progress("restore") if progress else None
-        report = restore_with_engine(
-            engine,
-            setup,
-            path,
-            stores=stores,
-            partitions=partitions,
-            to_checkpoint=to_checkpoint,
-            progress=shown,
-        )
+    setup = load_job(config_path)
+    shown = Progress("restore") if progress else None
+    report = restore_with_engine(
+        engine,
+        setup,
+        path,
+        stores=stores,
+        partitions=partitions,
+        to_checkpoint=to_checkpoint,
+        progress=shown,
+    )
     if isinstance(report, RestoreReport):
         _print_restore(report)
     else:  # the Spark engine's own report
@@ -115,7 +119,7 @@ def _print_restore(report: RestoreReport) -> None:
 
 
 @main.command()
-@config_path_option
+@config_path_option()
 @click.option("--path", "path", required=True, type=_PATH, help="Base directory holding the stores.")
 @click.option(
     "--store",
@@ -149,10 +153,9 @@ def verify(
 ) -> None:
     """Compare the stores in PATH with their changelogs (last value per key up to the offset
     each store records) and report keys missing, extra or different. Exits 1 on any difference."""
-    with tool_errors():
-        report = verify_stores(
-            load_job(config_path), path, stores=stores, partitions=partitions, max_examples=max_examples
-        )
+    report = verify_stores(
+        load_job(config_path), path, stores=stores, partitions=partitions, max_examples=max_examples
+    )
     if fmt == "json":
         _print_verify_json(report)
     else:

@@ -177,7 +177,7 @@ def _compare(
         try:
             expected.restore(result.offset)
             with (
-                SecondaryDb(location, ttl=store.ttl_ms is not None) as actual,
+                SecondaryDb(location, ttl=store.ttl_ms is not None, store=store.name) as actual,
                 expected.raw.all() as reference,
             ):
                 entries = ((e.key, e.value) for e in reference)

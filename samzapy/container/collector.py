@@ -6,7 +6,7 @@ from typing import Any
 
 from samzapy.errors import SerdeError
 from samzapy.kafka.partitioner import partition_for_key
-from samzapy.operators.ids import ID_HEADER, output_id
+from samzapy.output_ids import ID_HEADER, output_id
 from samzapy.streams import SystemStream
 from samzapy.task import OutgoingMessageEnvelope
 
@@ -38,7 +38,7 @@ class TaskCollector:
 
     Every output gets the header ``samzapy.id``: the envelope's own ``id`` if it set one,
     else ``<task>:<input stream>:<input offset>:<n>`` for the n-th output of that input
-    (:func:`samzapy.operators.ids.output_id`), so that an output re-sent after a crash carries
+    (:func:`samzapy.output_ids.output_id`), so that an output re-sent after a crash carries
     the same id as the first copy.
     """
 

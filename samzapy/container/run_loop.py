@@ -71,6 +71,21 @@ ABORT_CLOSE_S = 2.0
 DELIVERY_MARGIN_MS = 60_000
 
 
+def _policy_fix(failure: MessageFailure) -> str:
+    """How to let the job go on past messages like the one that stopped it."""
+    cause = type(failure.__cause__).__name__ if failure.__cause__ is not None else "Exception"
+    if "could not deserialise" in str(failure):
+        return (
+            "Fix the producer or the stream's serde, or go on past such messages: "
+            "task.drop.deserialization.errors=true skips them, "
+            "task.dead.letter.stream=kafka.<stream> keeps them aside"
+        )
+    return (
+        f"Fix the task (run with -v for the traceback), or go on past such messages: "
+        f"task.ignored.exceptions={cause} skips them, task.dead.letter.stream=kafka.<stream> keeps them aside"
+    )
+
+
 class Container:
     """Runs the tasks of one container of a job until it is stopped or, with
     ``exit_at_end``, until every input has been processed up to the end it had at start."""
@@ -121,43 +136,52 @@ class Container:
 
     # ----------------------------------------------------------------- lifecycle
     def run(self) -> int:
-        """Run to the end; returns the process exit code (0 ok, 1 failure)."""
+        """Run to the end; returns 0 (the exit code of a clean stop).
+
+        Raises:
+            MessageFailure: a message failed and the error policy is to stop; its text says
+                what was committed and how to let the job go on past such messages.
+            SamzapyError, or anything task code raised outside a message (``init``,
+                ``window``): the container closed, nothing since the last commit committed.
+        """
         self._install_signal_handlers()
         try:
             self._start()
-        except SamzapyError as error:
+        except Exception as error:
             self.status.failed(str(error))
+            self._aborted = True
             self._close()
             raise
         try:
             self._loop()
             self._commit(final=True)
-            code = 0
         except StoppedDuringOutage as stopped:
+            # A stop requested during a broker outage: no commit (it needs the broker); exit 0.
             log.warning("%s", stopped)
             self._aborted = True
-            code = 0
         except MessageFailure as failure:
             self.status.failed(str(failure))
             if failure.safe_to_commit:
                 self._commit(final=True)
-                log.error("%s\nstopped after committing every message before it", failure)
+                outcome = "the job stopped after committing every message before it"
             else:
-                log.error(
-                    "%s\nthe failed call had already changed state or sent output, so nothing "
-                    "since the last commit is committed; the next run resumes from that commit",
-                    failure,
+                outcome = (
+                    "the failed call had already changed state or sent output, so nothing since the "
+                    "last commit is committed; the next run resumes from that commit"
                 )
-            code = 1
+            self._close()
+            self._log_summary()
+            stopped = MessageFailure(f"{failure}; {outcome}. {_policy_fix(failure)}", failure.safe_to_commit)
+            raise stopped from failure
         except Exception as error:
-            log.exception("the container failed; nothing since the last commit is committed")
+            # Printed once by the command line's error boundary (traceback with -v / in the log).
             self.status.failed(f"{type(error).__name__}: {error}")
             self._aborted = True
             self._close()
             raise
         self._close()
         self._log_summary()
-        return code
+        return 0
 
     def _install_signal_handlers(self) -> None:
         def handle(signum: int, _frame: Any) -> None:

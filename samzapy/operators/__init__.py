@@ -10,12 +10,15 @@ the same ``samzapy.id``. Each block's store keys start with ``namespace`` and a 
 so blocks of different kinds can share a store; two blocks of the same kind in one store need
 distinct namespaces, none a prefix of another. The table, stream-table and foreign-key joins
 take table stores with any serdes.
+
+Event time across inputs and stages (control records, lineage headers, per-source
+watermarks) is in :mod:`samzapy.operators.event_time`; the output-id scheme the blocks use is
+:mod:`samzapy.output_ids` (re-exported here).
 """
 
 from samzapy.operators.aggregators import Aggregator, count, max_of, min_of, reduce, sum_of
 from samzapy.operators.dedup import BloomFilter, Deduplicator
 from samzapy.operators.fk_join import ForeignKeyLeft, ForeignKeyRight, LeftUpdate, Response, Subscription
-from samzapy.operators.ids import ID_HEADER, id_from_headers, id_header, join_id, output_id, window_id
 from samzapy.operators.joins import StreamTableJoin, TableChange, TableTableJoin
 from samzapy.operators.registry import JoinRegistry
 from samzapy.operators.repartition import Repartitioner, RepartitionError, RepartitionTask
@@ -30,6 +33,7 @@ from samzapy.operators.windows import (
     WindowedAggregation,
     WindowResult,
 )
+from samzapy.output_ids import ID_HEADER, id_from_headers, id_header, join_id, output_id, window_id
 
 __all__ = [
     "ID_HEADER",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from samzapy.errors import TaskError
-from samzapy.operators.ids import ID_HEADER
+from samzapy.output_ids import ID_HEADER
 from samzapy.streams import SystemStream
 from samzapy.task import (
     IncomingMessageEnvelope,

@@ -18,9 +18,9 @@ import orjson
 
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.aggregators import json_encode
-from samzapy.operators.ids import join_id
 from samzapy.operators.keys import MIN_MS, decode_ms, encode_ms, escape, unescape, until_inclusive
 from samzapy.operators.watermark import Watermark
+from samzapy.output_ids import join_id
 from samzapy.stores.base import KeyValueStore
 
 _UNMATCHED, _MATCHED = b"\x00", b"\x01"
@@ -30,7 +30,7 @@ _UNMATCHED, _MATCHED = b"\x00", b"\x01"
 class JoinResult:
     """A joined pair, or an unmatched record (the other side ``None``) of a left/outer join.
 
-    ``id`` is :func:`samzapy.operators.ids.join_id` of the key and both record ids, the same
+    ``id`` is :func:`samzapy.output_ids.join_id` of the key and both record ids, the same
     whenever the same pair (or unmatched record) is emitted again.
     """
 

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.aggregators import Aggregator
-from samzapy.operators.ids import window_id
 from samzapy.operators.keys import (
     MIN_MS,
     decode_ms,
@@ -34,6 +33,7 @@ from samzapy.operators.window_layout import (
     decode_fixed_key,
     migrate_fixed,
 )
+from samzapy.output_ids import window_id
 from samzapy.stores.base import KeyValueStore
 
 
@@ -114,7 +114,7 @@ class WindowResult:
         start: inclusive start in ms.
         end: exclusive end in ms.
         value: the aggregator's result.
-        id: for final results, :func:`samzapy.operators.ids.window_id` of (key, start, end),
+        id: for final results, :func:`samzapy.output_ids.window_id` of (key, start, end),
             the same on every re-emission; ``None`` for updates (the collector then derives
             the id from the input offset, which is deterministic too).
         final: False for ``emit="update"`` emissions.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from samzapy.container.collector import ID_HEADER
+from samzapy.output_ids import ID_HEADER
 
 FORMATS = ("parquet", "avro")
 #: Rows buffered per topic before they are written out.

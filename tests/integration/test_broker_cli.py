@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from samzapy.cli_broker import broker
+from samzapy.cli.broker import broker
 from samzapy.kafka import broker as dev_broker
 
 pytestmark = pytest.mark.integration

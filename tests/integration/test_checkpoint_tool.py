@@ -184,7 +184,7 @@ def test_offsets_by_timestamp_are_right_whatever_the_broker_answers(tmp_path, br
 def test_the_cli_doctests_pass() -> None:
     import doctest
 
-    import samzapy.cli_checkpoint
+    import samzapy.cli.checkpoint
 
-    result = doctest.testmod(samzapy.cli_checkpoint)
+    result = doctest.testmod(samzapy.cli.checkpoint)
     assert result.failed == 0 and result.attempted > 0

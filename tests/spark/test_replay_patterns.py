@@ -52,7 +52,7 @@ from samzapy.generate import (  # noqa: E402
     profiles,
     settings,
 )
-from samzapy.jobs.event_time import CONTROL_HEADER, LINEAGE_HEADER  # noqa: E402
+from samzapy.operators.event_time import CONTROL_HEADER, LINEAGE_HEADER  # noqa: E402
 from samzapy.spark.replay import replay  # noqa: E402
 from samzapy.spark.sinks import read_outputs  # noqa: E402
 

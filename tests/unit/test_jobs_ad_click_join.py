@@ -6,8 +6,8 @@ from pathlib import Path
 
 from samzapy.config import load_config
 from samzapy.jobs.ad_click_join import AdClickJoinTask
-from samzapy.jobs.event_time import end_of_stream_record
 from samzapy.operators import join_id
+from samzapy.operators.event_time import end_of_stream_record
 from samzapy.testing import TaskHarness
 
 CONFIG = Path(__file__).parents[2] / "config" / "ad-click-join.properties"

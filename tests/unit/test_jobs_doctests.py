@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["event_time", "ad_click_join"]
+MODULES = ["ad_click_join"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -7,16 +7,16 @@ from pathlib import Path
 import pytest
 
 from samzapy.config import load_config
-from samzapy.jobs.event_time import (
+from samzapy.jobs.pageview_counter import PageViewCounterTask
+from samzapy.jobs.pageview_repartition import PageViewRepartitionTask
+from samzapy.operators import window_id
+from samzapy.operators.event_time import (
     CONTROL_HEADER,
     END_OF_STREAM,
     Lineage,
     end_of_stream_record,
     lineage_header,
 )
-from samzapy.jobs.pageview_counter import PageViewCounterTask
-from samzapy.jobs.pageview_repartition import PageViewRepartitionTask
-from samzapy.operators import window_id
 from samzapy.operators.keys import MAX_MS, MIN_MS
 from samzapy.testing import TaskHarness
 

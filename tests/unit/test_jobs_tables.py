@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from samzapy.config import load_config
-from samzapy.jobs.event_time import end_of_stream_record
 from samzapy.jobs.pageview_enrich import PageViewEnrichTask
 from samzapy.jobs.profile_settings_join import ProfileSettingsJoinTask
+from samzapy.operators.event_time import end_of_stream_record
 from samzapy.testing import TaskHarness
 
 CONFIG = Path(__file__).parents[2] / "config"

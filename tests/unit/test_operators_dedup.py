@@ -14,8 +14,8 @@ from test_operators_support import SortedDictStore  # noqa: E402
 
 from samzapy.metrics import MetricsGroup  # noqa: E402
 from samzapy.operators.dedup import BloomFilter, Deduplicator  # noqa: E402
-from samzapy.operators.ids import ID_HEADER, id_from_headers, id_header, output_id  # noqa: E402
 from samzapy.operators.repartition import Repartitioner, RepartitionError, RepartitionTask  # noqa: E402
+from samzapy.output_ids import ID_HEADER, id_from_headers, id_header, output_id  # noqa: E402
 from samzapy.streams import SystemStream, SystemStreamPartition  # noqa: E402
 from samzapy.task import IncomingMessageEnvelope, OutgoingMessageEnvelope  # noqa: E402
 

@@ -1,4 +1,5 @@
-"""The examples in the operators' docstrings run (pytest does not collect doctests here)."""
+"""The examples in the operators' docstrings, and in the output-id scheme they use, run
+(pytest does not collect doctests here)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import pytest
 
 import samzapy.operators
 
-MODULES = [m.name for m in pkgutil.iter_modules(samzapy.operators.__path__, "samzapy.operators.")]
+MODULES = [
+    *(m.name for m in pkgutil.iter_modules(samzapy.operators.__path__, "samzapy.operators.")),
+    "samzapy.output_ids",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,7 +1,9 @@
 """Event time across inputs and stages: control records, lineage headers, per-source watermarks.
 
-The jobs in ``samzapy.jobs`` agree on three conventions, so that event-time results do not
-depend on how the container happens to interleave partitions:
+Event-time jobs (the patterns in ``samzapy.jobs`` and yours) agree on three conventions, so
+that event-time results do not depend on how the container happens to interleave partitions.
+They are runtime conventions, not examples: ``samzapy generate end-of-stream`` writes the
+control records, the Spark replay carries the headers through:
 
 * **Control records** (Samza's control messages): a record with the header
   ``samzapy.control`` is not data. ``end-of-stream`` says its partition will carry no more
@@ -36,8 +38,8 @@ from typing import Any
 import orjson
 
 from samzapy.errors import TaskError
-from samzapy.operators import Watermark
 from samzapy.operators.keys import MAX_MS, MIN_MS, decode_u64, encode_u64
+from samzapy.operators.watermark import Watermark
 from samzapy.stores.base import KeyValueStore
 from samzapy.task import IncomingMessageEnvelope
 

@@ -1,7 +1,8 @@
 """``samzapy replay``: run a job's task class over its input history in Spark.
 
 The same command is what ``spark-submit jobs/spark_replay.py`` runs, so a replay started
-locally and one submitted to a cluster take the same options.
+locally and one submitted to a cluster take the same options, and fail the same way
+(:mod:`samzapy.cli.boundary`: a bad config or argument exits 2, a failed replay 1).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import click
 
-from samzapy.errors import ConfigError, SamzapyError
+from samzapy.cli.boundary import Command
+from samzapy.cli.logs import setup_logging
+from samzapy.cli.options import config_path_option, overrides_option
 
 
 def _offsets(value: str, option: str):  # noqa: ANN202 - an OffsetSpec
@@ -34,11 +37,9 @@ def _time(value: str | None, option: str) -> int | None:
         raise click.BadParameter(str(exc), param_hint=option) from None
 
 
-@click.command()
-@click.option(
-    "--config-path", required=True, type=click.Path(dir_okay=False), help="The job's .properties file."
-)
-@click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key.")
+@click.command(cls=Command)
+@config_path_option()
+@overrides_option
 @click.option(
     "--from",
     "start",
@@ -102,32 +103,24 @@ def replay(
 
     start_spec, stop_spec = _offsets(start, "--from"), _offsets(stop, "--to")
     start_ms, stop_ms = _time(from_time, "--from-time"), _time(to_time, "--to-time")
-    if not logging.getLogger().handlers:
-        from samzapy.cli import setup_logging
-
+    if not logging.getLogger().handlers:  # run alone (spark-submit), not under ``samzapy``
         setup_logging()
-    try:
-        from samzapy.spark.replay import replay as run_replay
+    from samzapy.spark.replay import replay as run_replay
 
-        config = load_config(config_path, overrides)
-        stats = run_replay(
-            config,
-            start=start_spec,
-            from_time=start_ms,
-            stop=stop_spec,
-            to_time=stop_ms,
-            output=output,
-            file_format=file_format,
-            state_dir=state_dir,
-            write_checkpoint=not no_checkpoint,
-            master=master,
-            handoff=handoff,
-            staging_dir=staging_dir,
-        )
-    except ConfigError as error:
-        raise click.UsageError(str(error)) from None
-    except SamzapyError as error:
-        raise click.ClickException(str(error)) from None
+    stats = run_replay(
+        load_config(config_path, overrides),
+        start=start_spec,
+        from_time=start_ms,
+        stop=stop_spec,
+        to_time=stop_ms,
+        output=output,
+        file_format=file_format,
+        state_dir=state_dir,
+        write_checkpoint=not no_checkpoint,
+        master=master,
+        handoff=handoff,
+        staging_dir=staging_dir,
+    )
     rate = stats.records / stats.spark_job_s if stats.spark_job_s else 0.0
     click.echo(
         f"replayed {stats.records:,} records through {stats.tasks} tasks: {stats.outputs:,} outputs, "

@@ -1,7 +1,8 @@
 """``samzapy checkpoint show|set``: inspect and move a job's input checkpoints.
 
-A thin click layer over :mod:`samzapy.checkpoint_admin`. Exit codes: 0 done, 1 a failure
-(broker, checkpoint topic, a running job), 2 bad arguments or configuration.
+A thin click layer over :mod:`samzapy.checkpoint_admin`. Exit codes (by
+:mod:`samzapy.cli.boundary`): 0 done, 1 a failure (broker, checkpoint topic, a running job),
+2 bad arguments or configuration (a target the job does not have included).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from typing import Any
 
 import click
 
-from samzapy.checkpoint_admin import Change, CheckpointAdmin, CheckpointTargetError, Target, TaskState
+from samzapy.checkpoint_admin import Change, CheckpointAdmin, Target, TaskState
+from samzapy.cli.boundary import Group
+from samzapy.cli.options import config_path_option, overrides_option
 from samzapy.config import Config, JobConfig, load_config, parse_job_config
-from samzapy.errors import ConfigError, SamzapyError
 from samzapy.streams import SystemStreamPartition
 
 _SET_HELP = """Write new checkpoints that move the job's INPUT offsets.
@@ -31,27 +33,15 @@ stopped: a running container overwrites these checkpoints at its next commit.
 """
 
 
-class BadArgument(click.ClickException):
-    """A bad argument or configuration: ``Error: ...`` and exit 2."""
-
-    exit_code = 2
-
-
 def _load(config_path: str, overrides: Sequence[str]) -> tuple[Config, JobConfig]:
-    try:
-        config = load_config(config_path, overrides)
-        return config, parse_job_config(config)
-    except ConfigError as exc:
-        raise BadArgument(str(exc)) from exc
+    config = load_config(config_path, overrides)
+    return config, parse_job_config(config)
 
 
 def _admin(job: JobConfig) -> CheckpointAdmin:
     from samzapy.kafka.broker import resolve_bootstrap_servers
 
-    try:
-        return CheckpointAdmin(job, resolve_bootstrap_servers(job.consumer_bootstrap_servers))
-    except SamzapyError as exc:
-        raise click.ClickException(str(exc)) from exc
+    return CheckpointAdmin(job, resolve_bootstrap_servers(job.consumer_bootstrap_servers))
 
 
 def parse_timestamp(text: str) -> int:
@@ -143,18 +133,13 @@ def _change_text(change: Change) -> list[str]:
     return lines
 
 
-@click.group("checkpoint")
+@click.group("checkpoint", cls=Group)
 def checkpoint() -> None:
     """Show or set a job's checkpoints (input offsets and store changelog offsets)."""
 
 
 def _common(func: Any) -> Any:
-    func = click.option(
-        "--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
-    )(func)
-    return click.option("--config-path", required=True, metavar="PATH", help="The job's .properties file.")(
-        func
-    )
+    return config_path_option()(overrides_option(func))
 
 
 @checkpoint.command("show")
@@ -164,11 +149,8 @@ def show(config_path: str, overrides: tuple[str, ...], fmt: str) -> None:
     """Per task: each input's checkpointed offset, end and lag (end - offset), and each
     store's checkpointed changelog offset."""
     _, job = _load(config_path, overrides)
-    try:
-        with _admin(job) as admin:
-            states = admin.show()
-    except SamzapyError as exc:
-        raise click.ClickException(str(exc)) from exc
+    with _admin(job) as admin:
+        states = admin.show()
     if fmt == "json":
         body = {"job": job.job_name, "job_id": job.job_id, "tasks": [s.to_json() for s in states]}
         click.echo(json.dumps(body, indent=2))
@@ -208,33 +190,25 @@ def set_(
         upcoming=to_upcoming,
     )
     config, job = _load(config_path, overrides)
-    try:
-        running = _running_container(config, job)
-    except ConfigError as exc:
-        raise BadArgument(str(exc)) from exc
+    running = _running_container(config, job)
     if running and not dry_run:
         msg = f"job '{job.job_name}' is running ({running}): stop it before setting its checkpoints"
         raise click.ClickException(msg)
-    try:
-        with _admin(job) as admin:
-            changes = admin.plan(target)
-            for change in changes:
-                click.echo("\n".join(_change_text(change)))
-            if not changes:
-                click.echo("nothing to change")
-                return
-            if dry_run:
-                click.echo("dry run: nothing written")
-                return
-            if not yes:
-                click.confirm(
-                    f"Write {len(changes)} checkpoint(s) of job '{job.job_name}' {target.describe()}? "
-                    "The job must be stopped",
-                    abort=True,
-                )
-            admin.write(changes)
-    except CheckpointTargetError as exc:
-        raise BadArgument(str(exc)) from exc
-    except SamzapyError as exc:
-        raise click.ClickException(str(exc)) from exc
+    with _admin(job) as admin:
+        changes = admin.plan(target)
+        for change in changes:
+            click.echo("\n".join(_change_text(change)))
+        if not changes:
+            click.echo("nothing to change")
+            return
+        if dry_run:
+            click.echo("dry run: nothing written")
+            return
+        if not yes:
+            click.confirm(
+                f"Write {len(changes)} checkpoint(s) of job '{job.job_name}' {target.describe()}? "
+                "The job must be stopped",
+                abort=True,
+            )
+        admin.write(changes)
     click.echo(f"wrote {len(changes)} checkpoint(s) to {job.checkpoint_topic}")

@@ -1,5 +1,9 @@
 """Deterministic output ids: the ``samzapy.id`` header that lets consumers drop duplicates.
 
+One scheme for the whole runtime: the container's collector stamps it on every output, the
+test harness (:mod:`samzapy.testing`) and the Spark replay reproduce it, the Spark file sinks
+store it as a column, and the operators (windows, joins, dedup) derive their ids from it.
+
 An output re-sent after a crash must carry the same id as its first copy. Ids are derived
 only from things a replay reproduces: the task, the input stream and offset, and the output's
 sequence number within that input, or, for results that are not tied to one input (window results,

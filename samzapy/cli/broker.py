@@ -1,7 +1,7 @@
 """``samzapy broker``: start, stop and check the embedded development broker.
 
-A thin click layer over :mod:`samzapy.kafka.broker`; attached to the main CLI as
-``samzapy broker``.
+A thin click layer over :mod:`samzapy.kafka.broker`. A broker that cannot start raises
+:class:`~samzapy.errors.BrokerError` (``Error:``, exit 1, :mod:`samzapy.cli.boundary`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from samzapy.errors import BrokerError
+from samzapy.cli.boundary import Group
 from samzapy.kafka import broker as dev_broker
 
 _STATE_DIR = click.option(
@@ -21,7 +21,7 @@ _STATE_DIR = click.option(
 )
 
 
-@click.group("broker")
+@click.group("broker", cls=Group)
 def broker() -> None:
     """The embedded development broker (Tansu, memory-only): for development and tests."""
 
@@ -38,10 +38,7 @@ def broker() -> None:
 def start(port: int, state_dir: Path | None) -> None:
     """Start the broker in the background (or report the one already running)."""
     already = dev_broker.status(state_dir)
-    try:
-        info = dev_broker.start(port=port, state_dir=state_dir)
-    except BrokerError as exc:
-        raise click.ClickException(str(exc)) from exc
+    info = dev_broker.start(port=port, state_dir=state_dir)
     verb = "already running" if already is not None else "started"
     click.echo(f"broker {verb} at {info.bootstrap_servers} (pid {info.pid}, log {info.log_path})")
     click.echo("data is kept in memory only: everything is lost when the broker stops")

@@ -1,0 +1,111 @@
+"""The one place where an error becomes an ``Error:`` line and an exit code.
+
+Every command of ``samzapy`` and of the state tools runs inside :func:`error_boundary`: the
+:class:`Group` and :class:`Command` classes wrap their ``invoke`` in it. Library code raises
+and never calls ``sys.exit``; only here does an exception meet a person.
+
+======================================================  ====  ===============================
+raised                                                   exit  printed on stderr
+======================================================  ====  ===============================
+:class:`~samzapy.errors.ConfigError`,                    2     ``Error: <message>``
+:class:`~samzapy.errors.BadArgumentError`, click's
+usage errors
+any other :class:`~samzapy.errors.SamzapyError`          1     ``Error: <message>``
+anything else (a bug, or user code outside a message)    1     ``Error: <Type>: <message>
+                                                               (raised at file:line ...)``
+======================================================  ====  ===============================
+
+The message of a samzapy error names the object, the value, what was expected and the fix;
+the boundary adds nothing to it. The traceback is logged as one record that reaches the
+console only with ``-v`` and the ``--log-file`` always (:mod:`samzapy.cli.logs`), so the
+console never shows a chain of "During handling of the above exception".
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from samzapy.cli.logs import VERBOSE_ONLY, is_verbose
+from samzapy.errors import BadArgumentError, ConfigError, SamzapyError
+
+log = logging.getLogger("samzapy.cli")
+
+#: Exit code of a bad argument or configuration (click's own usage errors use it too).
+EXIT_BAD_REQUEST = 2
+#: Exit code of a failure while doing the work.
+EXIT_FAILURE = 1
+
+
+class BadRequest(click.ClickException):
+    """``Error: <message>`` and exit 2, without click's usage text."""
+
+    exit_code = EXIT_BAD_REQUEST
+
+
+def describe_unexpected(exc: BaseException) -> str:
+    """One line for an exception samzapy did not raise on purpose: type, message, where.
+
+    >>> try:
+    ...     {}["k"]
+    ... except KeyError as e:
+    ...     describe_unexpected(e).split(" (raised at ")[0]
+    "KeyError: 'k'"
+    """
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    if frames:
+        last = frames[-1]
+        text += f" (raised at {Path(last.filename).name}:{last.lineno} in {last.name})"
+    return text
+
+
+def _log_traceback(exc: BaseException) -> None:
+    log.error("the command failed: %s", exc, exc_info=exc, extra={VERBOSE_ONLY: True})
+
+
+@contextmanager
+def error_boundary() -> Iterator[None]:
+    """Turn an exception into click's ``Error:`` line and exit code (the module's table)."""
+    try:
+        yield
+    except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        raise
+    except (ConfigError, BadArgumentError) as exc:
+        _log_traceback(exc)
+        raise BadRequest(str(exc)) from None
+    except SamzapyError as exc:
+        _log_traceback(exc)
+        raise click.ClickException(str(exc)) from None
+    except Exception as exc:
+        _log_traceback(exc)
+        hint = "" if is_verbose() else "; run with -v for the traceback"
+        raise click.ClickException(describe_unexpected(exc) + hint) from None
+
+
+class Command(click.Command):
+    """A click command that runs inside :func:`error_boundary` (also when invoked alone,
+    as ``spark-submit jobs/spark_replay.py`` does with ``samzapy replay``)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; errors become ``Error:`` lines and exit codes."""
+        with error_boundary():
+            return super().invoke(ctx)
+
+
+class Group(click.Group):
+    """A click group whose subcommands (and its own callback) run inside :func:`error_boundary`."""
+
+    command_class = Command
+    group_class = type  # subgroups are of this class too
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the group and the chosen subcommand; errors become ``Error:`` lines and exit codes."""
+        with error_boundary():
+            return super().invoke(ctx)

@@ -1,0 +1,57 @@
+"""Options every command line shares, spelled once: the job's config, overrides, logging."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_CONFIG_PATH_HELP = "The job's .properties file (a path or Samza's file:///... form)."
+
+
+def config_path_option(required: bool = True) -> Callable[[F], F]:
+    """``--config-path PATH``: the job's ``.properties`` file, as Samza's scripts take it."""
+    return click.option("--config-path", required=required, metavar="PATH", help=_CONFIG_PATH_HELP)
+
+
+def overrides_option(func: F) -> F:
+    """``--config KEY=VALUE`` (repeatable): override a key of the job's config."""
+    return click.option(
+        "--config",
+        "overrides",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Override a config key (repeatable).",
+    )(func)
+
+
+def logging_options(func: F) -> F:
+    """``-v/--verbose`` and ``--log-file PATH`` (see :func:`samzapy.cli.logs.setup_logging`)."""
+    func = click.option(
+        "--log-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Also append the log, with tracebacks, to this file.",
+    )(func)
+    return click.option(
+        "-v", "--verbose", is_flag=True, help="Log at DEBUG level and show tracebacks on errors."
+    )(func)
+
+
+def one_config_path(positional: str | None, option: str | None) -> str:
+    """The job's config from ``CONFIG`` or ``--config-path`` (exactly one, or both the same).
+
+    Raises:
+        click.UsageError: neither or two different ones were given (exit 2).
+    """
+    if positional and option and positional != option:
+        msg = f"two configs given: '{positional}' and --config-path '{option}'; give one"
+        raise click.UsageError(msg)
+    chosen = positional or option
+    if not chosen:
+        msg = "give the job's config: CONFIG or --config-path CONFIG"
+        raise click.UsageError(msg)
+    return chosen
