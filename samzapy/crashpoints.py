@@ -1,19 +1,35 @@
-"""Named crash points for crash tests: ``SAMZAPY_CRASH_AT=name[:n]`` kills the process the
-n-th time (default the first) execution reaches ``crash_point(name)``.
+"""Named crash and pause points for fault tests.
 
-The kill is a real SIGKILL of the process itself, so nothing is flushed or closed: exactly
-what ``kill -9`` at that instruction would do. Unset, a crash point costs one dict lookup.
+``SAMZAPY_CRASH_AT=name[:n]`` kills the process the n-th time (default the first) execution
+reaches ``crash_point(name)``. The kill is a real SIGKILL of the process itself, so nothing is
+flushed or closed: exactly what ``kill -9`` at that instruction would do.
+
+``SAMZAPY_PAUSE_AT=name[:n]`` stops the process (SIGSTOP to itself) the n-th time execution
+reaches ``pause_point(name)``: every thread halts there, as under ``kill -STOP`` at that
+instruction, until a SIGCONT from outside (the test) resumes it. A test uses it to hold a
+container at an exact place, e.g. between its fencing check and its checkpoint write, while
+another container takes its tasks over. The process writes one line to stderr just before it
+stops, so the test can wait for it.
+
+Unset, a crash or pause point costs one string comparison.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 
-_target = os.environ.get("SAMZAPY_CRASH_AT", "")
-_name, _, _count = _target.partition(":")
-_remaining = int(_count) if _count.isdigit() else 1
+
+def _parse(variable: str) -> tuple[str, int]:
+    name, _, count = os.environ.get(variable, "").partition(":")
+    return name, int(count) if count.isdigit() else 1
+
+
+_name, _remaining = _parse("SAMZAPY_CRASH_AT")
+_pause_name, _pause_at = _parse("SAMZAPY_PAUSE_AT")
 _hits: dict[str, int] = {}
+_pause_hits: dict[str, int] = {}
 
 #: The crash points samzapy defines, for tests and documentation.
 KNOWN = (
@@ -25,6 +41,14 @@ KNOWN = (
     "during-side-input-restore",  # a batch of a side input applied at start-up, more to read
 )
 
+#: The pause points samzapy defines.
+KNOWN_PAUSES = (
+    "after-fence-check",  # a commit found its tasks still owned; no store flushed, no checkpoint yet
+)
+
+#: What a pause point writes to stderr before it stops the process.
+PAUSED_LINE = "samzapy: paused at {name} (SAMZAPY_PAUSE_AT); send SIGCONT to resume"
+
 
 def crash_point(name: str) -> None:
     """SIGKILL this process if ``SAMZAPY_CRASH_AT`` names ``name`` and its count is reached."""
@@ -33,3 +57,15 @@ def crash_point(name: str) -> None:
     _hits[name] = _hits.get(name, 0) + 1
     if _hits[name] >= _remaining:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def pause_point(name: str) -> None:
+    """SIGSTOP this process if ``SAMZAPY_PAUSE_AT`` names ``name`` and this is the n-th time
+    it is reached (once: later passes go on)."""
+    if name != _pause_name:
+        return
+    _pause_hits[name] = _pause_hits.get(name, 0) + 1
+    if _pause_hits[name] == _pause_at:
+        sys.stderr.write(PAUSED_LINE.format(name=name) + "\n")
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGSTOP)

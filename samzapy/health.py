@@ -27,10 +27,19 @@ class ContainerStatus:
     error text is kept), ``stopped`` after a clean stop. ``failed`` is final: a later
     :meth:`stopped` keeps it.
 
+    While the Kafka broker is unreachable (:mod:`samzapy.kafka.outage`) the snapshot carries
+    ``broker: "unreachable since HH:MM:SS"`` (and ``broker_unreachable_since``, epoch
+    seconds); the status itself stays as it was, so that a liveness probe does not restart a
+    container that is correctly waiting for its broker.
+
     >>> status = ContainerStatus()
     >>> status.restoring(["Partition 0"]); status.running(); status.failed("boom"); status.stopped()
     >>> status.snapshot()["status"], status.snapshot()["tasks"], status.healthy
     ('failed', {'Partition 0': 'failed'}, False)
+    >>> status.broker_unreachable(0.0); status.snapshot()["broker"].startswith("unreachable since ")
+    True
+    >>> status.broker_unreachable(None); "broker" in status.snapshot()
+    False
     """
 
     def __init__(self) -> None:
@@ -40,6 +49,7 @@ class ContainerStatus:
         self._error: str | None = None
         self._since = time.time()
         self._standby: dict[str, Any] | None = None
+        self._broker_down_since: float | None = None
 
     def restoring(self, tasks: Iterable[str]) -> None:
         """Start-up: these tasks are having their stores restored."""
@@ -63,6 +73,12 @@ class ContainerStatus:
         ``/health``: a failover of those tasks would restore from the changelog."""
         with self._lock:
             self._standby = {"status": status, "tasks": list(tasks), "error": error}
+
+    def broker_unreachable(self, since: float | None) -> None:
+        """The broker has been unreachable since ``since`` (epoch seconds); ``None``: it
+        answers again."""
+        with self._lock:
+            self._broker_down_since = since
 
     def stopped(self) -> None:
         """The container stopped cleanly (unless it failed before)."""
@@ -93,8 +109,9 @@ class ContainerStatus:
         return self.status == RUNNING
 
     def snapshot(self) -> dict[str, Any]:
-        """``{status, since (epoch s), tasks: {task: status}, error}``, and ``standby:
-        {status, tasks, error}`` when the container keeps standby replicas."""
+        """``{status, since (epoch s), tasks: {task: status}, error}``, ``standby: {status,
+        tasks, error}`` when the container keeps standby replicas, and ``broker`` with
+        ``broker_unreachable_since`` while the broker is unreachable."""
         with self._lock:
             body = {
                 "status": self._status,
@@ -104,4 +121,8 @@ class ContainerStatus:
             }
             if self._standby is not None:
                 body["standby"] = dict(self._standby)
+            if self._broker_down_since is not None:
+                since = self._broker_down_since
+                body["broker"] = f"unreachable since {time.strftime('%H:%M:%S', time.localtime(since))}"
+                body["broker_unreachable_since"] = round(since, 3)
             return body

@@ -1,7 +1,8 @@
 """A small metrics registry: counters, gauges and timers grouped by owner, with JSON snapshots.
 
 Names follow Samza's (``process-calls``, ``puts``, ``restored-messages``...). Reporters read
-:meth:`MetricsRegistry.snapshot`.
+:meth:`MetricsRegistry.snapshot` for values, and :meth:`MetricsRegistry.groups` with
+:meth:`MetricsGroup.counter_names` when they need to know which metrics are counters.
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ class MetricsGroup:
             found = self._gauges[name] = Gauge(fn)
         return found
 
+    def counter_names(self) -> frozenset[str]:
+        """The names of the group's counters (monotonic), as of now."""
+        return frozenset(list(self._counters))
+
+    def gauge_names(self) -> frozenset[str]:
+        """The names of the group's gauges, as of now."""
+        return frozenset(list(self._gauges))
+
     def snapshot(self) -> dict[str, Any]:
         """Current values of every metric of the group."""
         values: dict[str, Any] = {n: c.value for n, c in self._counters.items()}
@@ -86,6 +95,23 @@ class MetricsRegistry:
             if found is None:
                 found = self._groups[name] = MetricsGroup(name)
             return found
+
+    def groups(self) -> list[MetricsGroup]:
+        """Every group of the registry, in creation order (a copy of the list: safe to iterate
+        while the container creates more)."""
+        with self._lock:
+            return list(self._groups.values())
+
+    def counter_names(self) -> set[tuple[str, str]]:
+        """``(group, metric)`` of every counter of every group.
+
+        >>> registry = MetricsRegistry()
+        >>> registry.group("container").counter("commit-calls").inc()
+        >>> _ = registry.group("container").gauge("tasks")
+        >>> registry.counter_names()
+        {('container', 'commit-calls')}
+        """
+        return {(g.name, name) for g in self.groups() for name in g.counter_names()}
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """Current values of every group, as plain JSON-serialisable dicts."""

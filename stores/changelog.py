@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from kafka import TopicPartition  # type: ignore[import-untyped]
 
+from samzapy.checkpoint import generation_header
 from samzapy.crashpoints import crash_point
 from samzapy.errors import StoreError
 from samzapy.kafka.reading import end_offset, read_partition, reader_consumer
@@ -106,8 +107,12 @@ class KafkaChangelog:
         bootstrap_servers: str,
         *,
         discard_writes: bool = False,
+        generation: int | None = None,
     ) -> None:
         self.topic = topic
+        # Every record carries the writer's ownership generation: readers skip a zombie's
+        # (samzapy.checkpoint.ChangelogFence). None: no header (tools, tests).
+        self._headers = None if generation is None else generation_header(generation)
         self.partition = partition
         self.producer = producer
         self.bootstrap_servers = bootstrap_servers
@@ -130,7 +135,10 @@ class KafkaChangelog:
         if producer is None:
             self._refuse()
             return
-        producer.send(self.topic, key, value, partition=self.partition)
+        if self._headers is None:
+            producer.send(self.topic, key, value, partition=self.partition)
+        else:
+            producer.send(self.topic, key, value, partition=self.partition, headers=self._headers)
         crash_point("after-changelog-send")
 
     def _refuse(self) -> None:

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 from time import perf_counter_ns
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from samzapy.metrics import Counter, MetricsGroup
 from samzapy.stores.base import KeyValueIterator, KeyValueStore, RawStore, ReadView
@@ -19,6 +19,9 @@ from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.restore import RestoreStats, restore
 from samzapy.stores.rocksdb import RocksDBStore
 from samzapy.stores.wrapped import WrappedStore
+
+if TYPE_CHECKING:
+    from samzapy.checkpoint import ChangelogFence
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +181,16 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
 
     # -- life cycle ------------------------------------------------------------------------
 
-    def restore(self, checkpointed_offset: int | None, *, trusted_local: bool = True) -> RestoreStats:
+    def restore(
+        self,
+        checkpointed_offset: int | None,
+        *,
+        trusted_local: bool = True,
+        fence: ChangelogFence | None = None,
+    ) -> RestoreStats:
         """Bring the store to the state of changelog offset ``checkpointed_offset`` (see
         :mod:`samzapy.stores.restore`); ``None``: nothing committed, the store ends up empty.
+        ``fence`` (``samzapy.checkpoint.ChangelogFence``): the records a zombie wrote, skipped.
 
         ``trusted_local=False`` ignores local checkpoints (full restore). A store without a
         changelog is not restorable: it is left as it is (the stats are all zero).
@@ -200,6 +210,7 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
             checkpointed_offset,
             self.metrics,
             self._checkpoints if trusted_local else None,
+            fence,
         )
 
     def changelog_offset(self) -> int | None:

@@ -13,11 +13,14 @@ committed state; ``None``: nothing was ever committed):
    deleted. No usable checkpoint (or an in-memory engine): start empty.
 2. **Replay** the changelog from the base offset + 1 up to ``K`` inclusive straight into the
    raw engine, one WriteBatch per fetched batch (never through the changelog or cache layers);
-   tombstones are deletes.
-3. **Trim.** Read every record after ``K`` up to the true end; for each distinct key, send its
-   value as of ``K`` (a tombstone when absent) to the changelog. The store needs no write: it
-   was built from records ``<= K`` only, so it already holds exactly those values. Afterwards
-   the changelog's last value per key equals the store again.
+   tombstones are deletes. Records the checkpoint's changelog fence rules out (a zombie's,
+   written after a takeover by a lower ownership generation: ``samzapy.checkpoint.ChangelogFence``)
+   are skipped.
+3. **Trim.** Read every record after ``K`` up to the true end; for each distinct key, and for
+   each key of a record skipped in step 2, send its value as of ``K`` (a tombstone when
+   absent) to the changelog. The store needs no write: it was built from the records that
+   count only, so it already holds exactly those values. Afterwards the changelog's last
+   value per key equals the store again.
 
 Progress (records, MB, rate, ETA) goes to the log every few seconds; totals go to the store's
 metrics: ``restored-messages``, ``restored-bytes``, ``restore-time`` (ms), ``trimmed-messages``.
@@ -29,6 +32,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from samzapy.crashpoints import crash_point
 from samzapy.errors import RestoreError
@@ -37,6 +41,9 @@ from samzapy.stores.base import RawStore
 from samzapy.stores.changelog import ChangelogRecord, RestorableChangelog
 from samzapy.stores.checkpoints import LocalCheckpoint, LocalCheckpoints
 from samzapy.stores.rocksdb import StoreCorruptError
+
+if TYPE_CHECKING:
+    from samzapy.checkpoint import ChangelogFence
 
 log = logging.getLogger(__name__)
 
@@ -169,11 +176,26 @@ def changes(batch: Sequence[ChangelogRecord]) -> list[tuple[bytes, bytes | None]
     return [(r.key, r.value) for r in batch if r.key is not None]
 
 
-def replay(raw: RawStore, changelog: RestorableChangelog, start: int, k: int) -> tuple[int, int]:
-    """Step 2: write changelog records ``start..k`` into ``raw``; (records, bytes)."""
+def replay(
+    raw: RawStore,
+    changelog: RestorableChangelog,
+    start: int,
+    k: int,
+    fence: ChangelogFence | None = None,
+    skipped: set[bytes] | None = None,
+) -> tuple[int, int]:
+    """Step 2: write changelog records ``start..k`` into ``raw``; (records, bytes). Records
+    ``fence`` rules out are not written; their keys are added to ``skipped``."""
     progress = _Progress(f"restore of {changelog}", k + 1 - start)
     for batch, size in _merged(changelog.read(start, k + 1), REPLAY_BATCH):
-        raw.put_all(changes(batch))
+        kept = batch
+        if fence is not None:
+            ruled_out = {r.key for r in batch if r.key is not None and fence.skips(r)}
+            if ruled_out:
+                kept = [r for r in batch if not (r.key is not None and fence.skips(r))]
+                if skipped is not None:
+                    skipped.update(ruled_out)
+        raw.put_all(changes(kept))
         progress.add(len(batch), size)
         crash_point("during-restore")
     if progress.records:
@@ -181,11 +203,23 @@ def replay(raw: RawStore, changelog: RestorableChangelog, start: int, k: int) ->
     return progress.records, progress.bytes
 
 
-def trim(raw: RawStore, changelog: RestorableChangelog, start: int, end: int) -> tuple[int, int]:
-    """Step 3: undo changelog records ``start..end-1``; (records undone, changelog writes)."""
+def trim(
+    raw: RawStore,
+    changelog: RestorableChangelog,
+    start: int,
+    end: int,
+    skipped: set[bytes] | frozenset[bytes] = frozenset(),
+) -> tuple[int, int]:
+    """Step 3: undo changelog records ``start..end-1`` and rewrite the ``skipped`` keys with
+    their values in ``raw``; (records undone, changelog writes)."""
     progress = _Progress(f"trim of {changelog}", end - start)
-    seen: set[bytes] = set()
-    writes = 0
+    seen: set[bytes] = set(skipped)
+    if seen:
+        keys = sorted(seen)
+        for key, value in zip(keys, raw.get_many(keys), strict=True):
+            changelog.send(key, value)
+        log.info("%s: %d keys of records from a fenced generation rewritten", changelog, len(keys))
+    writes = len(seen)
     for batch in changelog.read(start, end):
         keys = [key for key in dict.fromkeys(key for key, _ in changes(batch)) if key not in seen]
         seen.update(keys)
@@ -205,8 +239,10 @@ def restore(
     k: int | None,
     metrics: MetricsGroup,
     checkpoints: LocalCheckpoints | None = None,
+    fence: ChangelogFence | None = None,
 ) -> RestoreStats:
     """Run the three steps (module doc) for one store; ``checkpoints=None``: from scratch.
+    ``fence`` (a ``samzapy.checkpoint.ChangelogFence``) says which records a zombie wrote.
 
     Raises:
         RestoreError: the checkpointed offset lies beyond the changelog's end (the changelog
@@ -223,12 +259,13 @@ def restore(
         raise RestoreError(msg)
     base = choose_base(raw, checkpoints, k, end)
     restored = restored_bytes = 0
+    skipped: set[bytes] = set()
     if k is not None and (base is None or base < k):
-        restored, restored_bytes = replay(raw, changelog, 0 if base is None else base + 1, k)
+        restored, restored_bytes = replay(raw, changelog, 0 if base is None else base + 1, k, fence, skipped)
     trim_from = 0 if k is None else k + 1
     trimmed = writes = 0
-    if trim_from < end:
-        trimmed, writes = trim(raw, changelog, trim_from, end)
+    if trim_from < end or skipped:
+        trimmed, writes = trim(raw, changelog, trim_from, end, skipped)
     changelog.set_known_offset(k)
     changelog.close_reader()
     elapsed_ms = (time.monotonic() - started) * 1000

@@ -104,6 +104,7 @@ class _Target:
     partition: int
     offset: int | None  # restore to this changelog offset (inclusive)
     end: int  # the changelog's true end when planned
+    fence: Any = None  # the checkpoint's ChangelogFence: a zombie's records are skipped
 
 
 def restore_stores(
@@ -183,12 +184,14 @@ def _plan(
                 end = changelog.end_offset()
             finally:
                 changelog.close_reader()
+            fence = None
             if to_checkpoint:
                 checkpoint = checkpoints.get(task_name_for(partition))
                 offset = checkpoint.changelog_offsets.get(store.name) if checkpoint else None
+                fence = checkpoint.fence_for(store.name) if checkpoint else None
             else:
                 offset = end - 1 if end > 0 else None
-            targets.append(_Target(store, partition, offset, end))
+            targets.append(_Target(store, partition, offset, end, fence))
     return targets
 
 
@@ -208,7 +211,7 @@ def _restore_one(
         changelog.pin_end(target.end)  # read-only: the restore can never reach a trim
     engine = _build(store, target.partition, path, changelog, serdes)
     try:
-        stats = engine.restore(target.offset)
+        stats = engine.restore(target.offset, fence=target.fence)
         if target.offset is not None:
             engine.checkpoint(target.offset)  # the local checkpoint + OFFSET the job trusts
     except SamzapyError as exc:

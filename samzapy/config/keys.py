@@ -342,6 +342,15 @@ KEYS: tuple[KeySpec, ...] = (
         field="commit_ms",
     ),
     _key(
+        "task.broker.unavailable.ms",
+        int_type(0),
+        FROM_MODEL,
+        "How long a container waits out an unreachable Kafka broker (retrying with backoff, a log "
+        "line per attempt, /health showing it) before it fails; long enough for a broker restart.",
+        _TASK,
+        field="broker_unavailable_ms",
+    ),
+    _key(
         "task.max.concurrency",
         int_type(1),
         FROM_MODEL,

@@ -139,6 +139,7 @@ class JobConfig:
     inputs: tuple[SystemStream, ...] = ()
     window_ms: int | None = None
     commit_ms: int = 60_000
+    broker_unavailable_ms: int = 300_000  # how long an unreachable broker is waited out
     container_count: int = 1
     standby_replication_factor: int = 1  # 1: no standby copies (samzapy/container/standby.py)
     max_concurrency: int = 1

@@ -44,10 +44,10 @@ class Commit:
     5. **take the chosen local checkpoints**: the stores the
        :class:`~samzapy.container.checkpoint_schedule.LocalCheckpointSchedule` chooses
        (every store at a ``final`` commit), each at its offset of step 4;
-    6. **write the checkpoints**: each task's input next-offsets, store changelog offsets and
-       ownership generation, one record per task to the checkpoint topic (a task whose
-       checkpoint did not change since the last one written is skipped, so an idle container
-       sends nothing), then flush the producer again.
+    6. **write the checkpoints**: each task's input next-offsets, store changelog offsets,
+       ownership generation and changelog fence (from the fence), one record per task to the
+       checkpoint topic (a task whose checkpoint did not change since the last one written is
+       skipped, so an idle container sends nothing), then flush the producer again.
 
     Fencing is not a step: the run loop asks the fence which tasks another container took
     over and drops them *before* calling the commit (``run_loop.Container._commit``).
@@ -56,9 +56,13 @@ class Commit:
         producer: the container's producer (outputs, changelogs and checkpoints).
         writer: writes checkpoint records through ``producer``.
         schedule: chooses the local checkpoints of step 5.
-        generation_of: a task's ownership generation (from the fence).
+        checkpoint_of: a task's checkpoint from its name, input offsets and changelog offsets,
+            stamped with its ownership generation and changelog fence
+            (:meth:`samzapy.container.fencing.Fence.checkpoint`).
         metrics: the container's group (``commit-calls``, ``commit-ns``).
         drain: step 1, ``None`` without async tasks.
+        flush: flushes the producer, given what the flush is for (the container's waits out
+            an unreachable broker: ``samzapy.kafka.outage``); ``None``: ``producer.flush()``.
 
     Not thread-safe: the run loop's thread calls it.
     """
@@ -68,15 +72,16 @@ class Commit:
         producer: Any,
         writer: CheckpointWriter,
         schedule: LocalCheckpointSchedule,
-        generation_of: Callable[[str], int],
+        checkpoint_of: Callable[[str, dict[Any, int], dict[str, int | None]], TaskCheckpoint],
         metrics: MetricsGroup,
         drain: Callable[[], None] | None = None,
+        flush: Callable[[str], None] | None = None,
     ) -> None:
-        self._producer = producer
         self._writer = writer
         self._schedule = schedule
-        self._generation_of = generation_of
+        self._checkpoint_of = checkpoint_of
         self._drain = drain
+        self._flush = flush if flush is not None else lambda what: producer.flush()
         self.calls = metrics.counter("commit-calls")
         self._ns = metrics.counter("commit-ns")
         #: The last checkpoint written per task name (read by the query service).
@@ -90,22 +95,15 @@ class Commit:
             self._drain()
         for task in tasks:
             task.flush_stores()
-        self._producer.flush()
+        self._flush("flush the changelog and output writes")
         crash_point("after-producer-flush")
         offsets = changelog_offsets(tasks)
         take_local_checkpoints(self._schedule.choose(tasks, final=final, now=time.monotonic()), offsets)
         crash_point("after-local-checkpoint")
         for task in tasks:
             task.coordinator.commit_requested = False
-            self._write(
-                TaskCheckpoint(
-                    task.task_name,
-                    dict(task.offsets),
-                    offsets[task.task_name],
-                    self._generation_of(task.task_name),
-                )
-            )
-        self._producer.flush()
+            self._write(self._checkpoint_of(task.task_name, dict(task.offsets), offsets[task.task_name]))
+        self._flush("write the checkpoints")
         self.calls.inc()
         self._ns.inc(time.perf_counter_ns() - started)
 

@@ -1,34 +1,74 @@
 """Fencing zombie containers with ownership generations (MillWheel's sequencer tokens).
 
-Every task checkpoint carries the *generation* of the ownership that wrote it. A container
-that takes a task over writes, before it restores or processes anything, a checkpoint with
-the same offsets and ``generation + 1`` (:meth:`Fence.claim`). Before each commit, before any
-store is flushed, it reads what was appended to the checkpoint topic since it last looked
-(:meth:`Fence.lost`): a checkpoint of one of its tasks with a higher generation means another
-container took the task over, and the task is dropped at once, without flushing its stores
-(no changelog record) and without a checkpoint.
+Every task checkpoint carries the *generation* of the ownership that wrote it and the
+*claimant* (one id per container process) that owns that generation. A container that takes
+a task over claims it before it restores or processes anything (:meth:`Fence.claim`):
+
+1. it writes a claim record, a checkpoint with the offsets it will restore to, generation
+   ``G = (highest generation of the task in the topic) + 1`` and its claimant id;
+2. it reads the topic back to its end. Kafka has no conditional write, so two containers
+   that start together may both claim ``G``; the log orders them, and *the first record of
+   generation G in the log wins* (every reader applies the same rule, see
+   :class:`samzapy.checkpoint.CheckpointFold`, so a losing claim record is never anyone's
+   checkpoint);
+3. a loser claims again, one generation above the highest it has now seen, from the
+   winner's checkpoint (so the latest starter ends up owning the task, as with any takeover:
+   the winner of ``G`` is fenced at its first commit). After :data:`MAX_CLAIM_ROUNDS` lost
+   rounds it gives up with a :class:`FencingError` (containers keep starting with the same
+   ``--container-id``). A claim that wins but is already overtaken by a higher generation
+   when read back is reported by the first :meth:`Fence.lost`.
+
+So a generation is owned by exactly one container. Before each commit, before any store is
+flushed, the container reads what was appended since it last looked (:meth:`Fence.lost`): a
+checkpoint of one of its tasks with a higher generation means another container took the task
+over, and the task is dropped at once, without flushing its stores and without a checkpoint.
 
 What this guarantees: a container that was stopped (SIGSTOP, a long GC pause, a network
 partition) and then resumes writes no checkpoint and no store flush after a takeover it can
-see. What it does not: Kafka has no conditional write, so (1) a takeover between the check
-and the commit's writes is not seen until the next commit, and (2) changelog records a task
-writes *between* commits (object cache evictions; ``object.cache.size`` 0) go out before the
-next check. Kafka's own answer is the transactional producer's epoch fencing, which the dev
-broker does not implement fully; a real deployment that needs strict fencing sizes the
-object cache so that evictions between commits are rare, or keeps ``task.commit.ms`` short.
+see, and a checkpoint it wrote after a takeover it could not see (one between its check and
+its writes) never wins: readers take the newest checkpoint of the highest generation. What
+Kafka does not let us prevent: (1) records written between the check and the commit's
+checkpoint write (the store flush's changelog records, outputs) still land after the takeover;
+(2) changelog records a task writes *between* commits (object cache evictions) go out before
+the next check. Changelog readers skip such records by their generation header; outputs are
+the documented at-least-once window (docs/operations.md, "A zombie after a takeover").
+
+The changelog: every changelog record carries its writer's generation in a header, and every
+commit's checkpoint a *fence*: the generation and the changelog offsets it was claimed at.
+Readers (restore, standbys) skip records of a lower generation after those offsets
+(:class:`samzapy.checkpoint.ChangelogFence`); a restore rewrites the keys of the records it
+skipped with their committed values, so the records before the next fence need no rule.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import uuid
 from typing import Any
 
 from kafka import TopicPartition
 
-from samzapy.checkpoint import TaskCheckpoint
+from samzapy.checkpoint import CheckpointFold, TaskCheckpoint
+from samzapy.errors import CheckpointError
 from samzapy.kafka.reading import read_partition, reader_consumer
 
 log = logging.getLogger(__name__)
+
+#: How long one read of the checkpoint topic may wait for the broker.
+REQUEST_TIMEOUT_MS = 10_000
+#: How many lost claim races :meth:`Fence.claim` retries before it gives up.
+MAX_CLAIM_ROUNDS = 5
+
+
+class FencingError(CheckpointError):
+    """A task could not be claimed: other containers' claims kept landing first."""
+
+
+def new_claimant() -> str:
+    """A claimant id unique to this process and call: ``host:pid:random``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
 class Fence:
@@ -37,47 +77,123 @@ class Fence:
     Args:
         servers: bootstrap servers to read the checkpoint topic from.
         topic: the job's checkpoint topic (one partition).
-        start: the offset up to which the caller has read the topic already.
+        start: where to start reading the topic (0: the whole topic, which :meth:`claim`
+            needs to see every claim of a generation).
     """
 
     def __init__(self, servers: str, topic: str, start: int = 0) -> None:
-        self._consumer = reader_consumer(servers)
+        # A short request timeout: an unreachable broker fails one fencing read in seconds, so
+        # that the retries (samzapy.kafka.outage) log and notice a stop request promptly.
+        self._consumer = reader_consumer(servers, request_timeout_ms=REQUEST_TIMEOUT_MS)
         self._tp = TopicPartition(topic, 0)
         self._position = start
+        self._fold = CheckpointFold()
+        self._overtaken: dict[str, int] = {}  # won, but a higher generation came right after
+        self._claimed: dict[str, TaskCheckpoint] = {}  # the claim record of each owned task
+        self.claimant = new_claimant()
         self.generations: dict[str, int] = {}
 
-    def claim(self, task_names: list[str], checkpoints: dict[str, TaskCheckpoint], writer: Any) -> None:
-        """Take the tasks over: queue a checkpoint with the next generation for each (the
-        caller flushes the producer)."""
-        for name in task_names:
-            previous = checkpoints.get(name) or TaskCheckpoint(name)
-            generation = previous.generation + 1
-            self.generations[name] = generation
-            writer.write(
-                TaskCheckpoint(
-                    name, dict(previous.input_offsets), dict(previous.changelog_offsets), generation
-                )
-            )
-            log.info("%s: owned with generation %d", name, generation)
+    def claim(
+        self, task_names: list[str], checkpoints: dict[str, TaskCheckpoint], writer: Any
+    ) -> dict[str, TaskCheckpoint]:
+        """Take the tasks over (steps 1-3 of the module docstring); returns each task's claim
+        record, which names the offsets to restore to. It equals ``checkpoints[name]`` (with
+        the new generation) unless a claim race was lost: then the caller must restore from
+        the returned one. ``writer`` is the container's :class:`CheckpointWriter`; it is
+        flushed here.
+
+        Raises:
+            FencingError: a task lost :data:`MAX_CLAIM_ROUNDS` claim races in a row.
+        """
+        claimed: dict[str, TaskCheckpoint] = {}
+        pending = list(task_names)
+        for attempt in range(1, MAX_CLAIM_ROUNDS + 1):
+            records = {name: self._claim_record(name, checkpoints, attempt) for name in pending}
+            for record in records.values():
+                writer.write(record)
+            writer.flush()
+            self._read()
+            pending = []
+            for name, record in records.items():
+                owner = self._fold.owner(name, record.generation)
+                if owner != self.claimant:
+                    log.warning(
+                        "%s: generation %d was claimed first by %s; claiming again (round %d of %d)",
+                        name, record.generation, owner, attempt, MAX_CLAIM_ROUNDS,
+                    )  # fmt: skip
+                    pending.append(name)
+                    continue
+                self.generations[name] = record.generation
+                claimed[name] = self._claimed[name] = record
+                highest = self._fold.highest_seen(name)
+                if highest > record.generation:
+                    self._overtaken[name] = highest
+                log.info("%s: owned with generation %d (claimant %s)", name, record.generation, self.claimant)
+            if not pending:
+                return claimed
+        msg = (
+            f"tasks {', '.join(pending)}: other containers' claims of their ownership landed first "
+            f"{MAX_CLAIM_ROUNDS} times in a row on {self._tp.topic}; is another container with the "
+            "same --container-id starting again and again? Stop it, then start this one"
+        )
+        raise FencingError(msg)
+
+    def _claim_record(
+        self, name: str, checkpoints: dict[str, TaskCheckpoint], attempt: int
+    ) -> TaskCheckpoint:
+        """The claim of ``name``: from the caller's checkpoint in the first round, from the
+        winner's (the topic as read back) after a lost race."""
+        if attempt == 1:
+            base = checkpoints.get(name) or TaskCheckpoint(name)
+        else:
+            base = self._fold.checkpoints.get(name) or TaskCheckpoint(name)
+        generation = max(base.generation, self._fold.highest_seen(name)) + 1
+        # The claim's state is the base's: it keeps the base's changelog fence (restore skips
+        # what the base's readers skip); the new generation's own fence starts at its commits.
+        return TaskCheckpoint(
+            name,
+            dict(base.input_offsets),
+            dict(base.changelog_offsets),
+            generation,
+            self.claimant,
+            base.fence_generation,
+            dict(base.fence_offsets),
+        )
+
+    def checkpoint(
+        self, task_name: str, input_offsets: dict[Any, int], changelog_offsets: dict[str, int | None]
+    ) -> TaskCheckpoint:
+        """A commit's checkpoint of ``task_name``, stamped with its generation, its claimant
+        and its changelog fence: readers skip records of lower generations after the changelog
+        offsets the task was claimed at (``samzapy.checkpoint.ChangelogFence``)."""
+        generation = self.generations[task_name]
+        claimed = self._claimed[task_name].changelog_offsets
+        return TaskCheckpoint(
+            task_name, input_offsets, changelog_offsets, generation, self.claimant, generation, dict(claimed)
+        )
 
     def lost(self) -> dict[str, int]:
-        """Tasks another container took over since the last call: name -> its generation."""
-        taken: dict[str, int] = {}
-        for batch in read_partition(self._consumer, self._tp, self._position):
-            for record in batch:
-                self._position = record.offset + 1
-                if record.key is None or record.value is None:
-                    continue
-                name = record.key.decode()
-                mine = self.generations.get(name)
-                if mine is None:
-                    continue
-                checkpoint = TaskCheckpoint.from_bytes(record.value, f"{self._tp}@{record.offset}")
-                if checkpoint.generation > mine:
-                    taken[name] = checkpoint.generation
+        """Tasks another container took over since the last call: name -> its generation.
+
+        Safe to call again after it raised (an unreachable broker): what was read is kept.
+        """
+        self._read()
+        taken = {name: g for name, g in self._overtaken.items() if name in self.generations}
+        self._overtaken.clear()
+        for name, mine in self.generations.items():
+            highest = self._fold.highest_seen(name)
+            if highest > mine:
+                taken[name] = highest
         for name in taken:
             del self.generations[name]
         return taken
+
+    def _read(self) -> None:
+        """Fold in what was appended to the topic since the last read."""
+        for batch in read_partition(self._consumer, self._tp, self._position):
+            for record in batch:
+                self._position = record.offset + 1
+                self._fold.add_record(record, self._tp.topic)
 
     def close(self) -> None:
         """Close the reader."""

@@ -46,11 +46,13 @@ from samzapy.container.standby import StandbyReplicas, adopt_standby_checkpoints
 from samzapy.container.startup import input_partition_counts, log_start, open_inputs, prepare_changelogs
 from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
 from samzapy.container.task_instance import TaskInstance
+from samzapy.crashpoints import pause_point
 from samzapy.errors import SamzapyError, StorageFailure
 from samzapy.health import ContainerStatus
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
-from samzapy.kafka.producer import Producer
+from samzapy.kafka.outage import BrokerWait, StoppedDuringOutage
+from samzapy.kafka.producer import FlushTimeout, Producer
 from samzapy.metrics import MetricsRegistry
 from samzapy.query.attach import RunningQueries, start_queries
 from samzapy.reporters import Reporters, register_container_gauges
@@ -59,6 +61,15 @@ from samzapy.stores.changelog import KafkaChangelog
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 
 log = logging.getLogger(__name__)
+
+#: One attempt of a commit's producer flush; an unacknowledged flush is retried while the
+#: broker is unreachable (samzapy.kafka.outage), so a stop request is noticed between attempts.
+FLUSH_ATTEMPT_S = 15.0
+#: Producer close after a failure or a stop during an outage: do not wait for the broker.
+ABORT_CLOSE_S = 2.0
+#: kafka-python gives up on a batch after delivery.timeout.ms; keep batches alive for longer
+#: than an outage is waited out (task.broker.unavailable.ms), plus one flush attempt.
+DELIVERY_MARGIN_MS = 60_000
 
 
 class Container:
@@ -100,6 +111,8 @@ class Container:
         self._side_inputs: SideInputs | None = None  # stores filled from side-input topics
         self._queries: RunningQueries | None = None  # interactive queries (job.query.port)
         self._head_flusher: HeadFlusher | None = None  # stores.S.flush.at.head
+        self._broker: BrokerWait | None = None  # waits out an unreachable broker at commits
+        self._aborted = False  # stopped on a failure or during an outage: close without waiting
         self._local_checkpoints = LocalCheckpointSchedule(
             {s.name: s.local_checkpoint_ms for s in job.stores.values()}, job.commit_ms
         )
@@ -121,17 +134,23 @@ class Container:
             self._start()
         except Exception as error:
             self.status.failed(str(error))
+            self._aborted = True
             self._close()
             raise
         try:
             self._loop()
             self._commit(final=True)
+        except StoppedDuringOutage as stopped:
+            # A stop requested during a broker outage: no commit (it needs the broker); exit 0.
+            log.warning("%s", stopped)
+            self._aborted = True
         except MessageFailure as failure:
             raise self._stopped_by(failure) from failure
         except Exception as error:
             # Printed once by the command line's error boundary (traceback with -v / in the log).
             storage = storage_failure_in(error)
             self.status.failed(f"{type(error).__name__}: {error}")
+            self._aborted = True
             self._close()
             if storage is not None:  # a store failed at a commit's flush, in window(), ...
                 text = f"the container stopped: {storage_failure_advice(storage)}"
@@ -186,14 +205,23 @@ class Container:
         task_count, input_counts = input_partition_counts(self._admin, job)
         mine = tasks_of(self.container_id, job.container_count, task_count)
         self.status.restoring(task_name_for(p) for p in mine)
-        self._producer = Producer(producer_servers, job.producer_overrides)
+        delivery_ms = job.broker_unavailable_ms + DELIVERY_MARGIN_MS
+        self._producer = Producer(
+            producer_servers, {"delivery.timeout.ms": delivery_ms, **job.producer_overrides}
+        )
+        self._broker = BrokerWait(
+            producer_servers,
+            job.broker_unavailable_ms / 1000,
+            lambda: self._stop_requested,
+            self.status.broker_unreachable,
+        )
         # before any restore, so that queries answer "restoring" from the start
         self._queries = start_queries(self, task_count, consumer_servers, self._admin, self._producer)
-        checkpoints = self._claim(consumer_servers, mine)
+        found, checkpoints = self._claim(consumer_servers, mine)
         prepare_changelogs(self._admin, self._producer, job, task_count)
         policy = ErrorPolicy(job, self._producer)
         task_class = job.task_type  # imported once, when the configuration was parsed
-        log_start(job, self.container_id, mine, input_counts, checkpoints)
+        log_start(job, self.container_id, mine, input_counts, found)
         adopt_standby_checkpoints(job, mine)  # a failover restores from the standby's checkpoints
         if any(s.restore_engine == "spark" for s in job.stores.values()):
             from samzapy.spark.bulk_restore import restore_for_container  # needs the spark extra
@@ -218,9 +246,13 @@ class Container:
         self._start_processing(consumer_servers, input_counts, checkpoints, task_count, policy)
         self.status.running()
 
-    def _claim(self, consumer_servers: str, mine: list[int]) -> dict[str, TaskCheckpoint]:
+    def _claim(
+        self, consumer_servers: str, mine: list[int]
+    ) -> tuple[dict[str, TaskCheckpoint], dict[str, TaskCheckpoint]]:
         """Read the checkpoints and take this container's tasks over (a new generation each);
-        the takeover is acknowledged before anything is restored or written."""
+        the takeover is acknowledged before anything is restored or written. Returns the
+        checkpoints found and those to restore from: a claim race lost to another container
+        is claimed again from the winner's checkpoint (``samzapy.container.fencing``)."""
         job = self.job
         self._admin.ensure_topic(
             job.checkpoint_topic, 1, compact=True, replication_factor=job.replication_factor
@@ -228,15 +260,23 @@ class Container:
         checkpoints = read_checkpoints(consumer_servers, job.checkpoint_topic)
         self._checkpoint_writer = CheckpointWriter(self._producer, job.checkpoint_topic)
         self._fence = Fence(consumer_servers, job.checkpoint_topic)
-        self._fence.claim([task_name_for(p) for p in mine], checkpoints, self._checkpoint_writer)
-        self._producer.flush()
-        return checkpoints
+        found = dict(checkpoints)
+        checkpoints.update(
+            self._fence.claim([task_name_for(p) for p in mine], checkpoints, self._checkpoint_writer)
+        )
+        return found, checkpoints
 
     def _builder(self, consumer_servers: str, serdes: SerdeResolver) -> TaskBuilder:
-        producer = self._producer
+        producer, fence = self._producer, self._fence
 
         def changelog_for(store_config: Any, partition: int) -> KafkaChangelog:
-            return KafkaChangelog(store_config.changelog.stream, partition, producer, consumer_servers)
+            return KafkaChangelog(
+                store_config.changelog.stream,
+                partition,
+                producer,
+                consumer_servers,
+                generation=fence.generations[task_name_for(partition)],  # a header on every record
+            )
 
         return TaskBuilder(
             self.job,
@@ -271,9 +311,10 @@ class Container:
             self._producer,
             self._checkpoint_writer,
             self._local_checkpoints,
-            lambda name: fence.generations[name],
+            fence.checkpoint,
             self.metrics,
             drain=None if self._async is None else self._async.drain,
+            flush=self._flush,
         )
         self._last_checkpoints = self._commit_step.last_written  # the query service reads it
         register_container_gauges(self.registry, self.tasks, self._inputs)
@@ -302,6 +343,7 @@ class Container:
         """Drop the tasks the fence says were taken over, then commit the others
         (:class:`~samzapy.container.commit.Commit`)."""
         self._drop_fenced()
+        pause_point("after-fence-check")
         self._commit_step(self.tasks, final=final)
         self._write_metrics()
 
@@ -309,7 +351,7 @@ class Container:
         """Drop the tasks another container took over (see samzapy.container.fencing): their
         stores are neither flushed nor closed, no checkpoint is written for them, and their
         async messages still in flight are cancelled."""
-        lost = self._fence.lost()
+        lost = self._broker.call(self._fence.lost, "read the checkpoint topic (fencing check)")
         if not lost:
             return
         for task in [t for t in self.tasks if t.task_name in lost]:
@@ -345,7 +387,7 @@ class Container:
         if self._inputs is not None:
             self._inputs.consumer.close()
         if self._producer is not None:
-            _try(self._producer.close, "closing the producer")
+            _try(self._close_producer, "closing the producer")
         if self._admin is not None:
             self._admin.close()
         if self._fence is not None:
@@ -353,6 +395,16 @@ class Container:
         self._write_metrics()
         self.status.stopped()
         self.reporters.stop()
+
+    def _flush(self, what: str) -> None:
+        """Flush the producer, waiting out an unreachable broker (samzapy.kafka.outage)."""
+        self._broker.call(lambda: self._producer.flush(FLUSH_ATTEMPT_S), what)
+
+    def _close_producer(self) -> None:
+        try:
+            self._producer.close(ABORT_CLOSE_S if self._aborted else None)
+        except FlushTimeout as unacknowledged:
+            log.warning("%s: they are not committed; the next run writes them again", unacknowledged)
 
     def _write_metrics(self) -> None:
         if self.metrics_path is None:

@@ -10,8 +10,9 @@ with the configuration, so no container stands by for its own tasks and every ta
 
 How a copy stays warm (:class:`StandbyReplicas`, one background thread per container):
 
-1. tail the job's checkpoint topic: the newest checkpoint of each task gives ``K``, the
-   changelog offset of each store's committed state (lower ownership generations ignored);
+1. tail the job's checkpoint topic: each task's checkpoint (the newest of the highest ownership
+   generation, :class:`samzapy.checkpoint.CheckpointFold`) gives ``K``, the changelog offset
+   of each store's committed state;
 2. apply that store's changelog records up to ``K`` (never beyond: records after ``K`` may
    still be undone by the owner's next restore) to a RocksDB database of its own, straight
    into the engine, as a restore does;
@@ -37,7 +38,7 @@ from typing import Any
 
 from kafka import TopicPartition
 
-from samzapy.checkpoint import TaskCheckpoint
+from samzapy.checkpoint import CheckpointFold
 from samzapy.config import JobConfig
 from samzapy.container.assignment import standby_tasks_of
 from samzapy.container.standby_store import StandbyStore, standby_dir
@@ -139,7 +140,7 @@ class StandbyReplicas:
         self._servers = servers
         self._tp = TopicPartition(job.checkpoint_topic, 0)
         self._position = 0
-        self._committed: dict[str, TaskCheckpoint] = {}
+        self._fold = CheckpointFold()  # its checkpoints: the committed state of each task
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="standby-replicas", daemon=True)
         self.failed = False
@@ -192,7 +193,7 @@ class StandbyReplicas:
                 for store in self.stores:
                     if self._stop.is_set():
                         break
-                    store.catch_up(self._committed_offset(store), self._stop)
+                    store.catch_up(self._committed_offset(store), self._stop, self._fence(store))
                     store.maybe_checkpoint(time.monotonic(), commit_s)
                 if time.monotonic() >= next_progress:
                     next_progress = time.monotonic() + PROGRESS_EVERY_S
@@ -223,19 +224,20 @@ class StandbyReplicas:
         for batch in read_partition(consumer, self._tp, self._position):
             for record in batch:
                 self._position = record.offset + 1
-                if record.key is None or record.value is None or record.key.decode() not in watched:
+                if record.key is None or record.key.decode() not in watched:
                     continue
                 try:
-                    checkpoint = TaskCheckpoint.from_bytes(record.value, f"{self._tp}@{record.offset}")
+                    self._fold.add_record(record, self._tp.topic)  # a fenced zombie's is ignored
                 except CheckpointError as exc:
                     log.warning("standby replicas: %s: skipped", exc)
-                    continue
-                previous = self._committed.get(checkpoint.task_name)
-                if previous is None or checkpoint.generation >= previous.generation:
-                    self._committed[checkpoint.task_name] = checkpoint  # else: a fenced zombie's
+
+    def _fence(self, store: StandbyStore) -> Any:
+        """The owner checkpoint's changelog fence of ``store`` (a zombie's records skipped)."""
+        checkpoint = self._fold.checkpoints.get(store.task_name)
+        return None if checkpoint is None else checkpoint.fence_for(store.name)
 
     def _committed_offset(self, store: StandbyStore) -> int | None:
-        checkpoint = self._committed.get(store.task_name)
+        checkpoint = self._fold.checkpoints.get(store.task_name)
         return None if checkpoint is None else checkpoint.changelog_offsets.get(store.name)
 
     def _log_progress(self) -> None:

@@ -26,6 +26,7 @@ import logging
 import threading
 from pathlib import Path
 
+from samzapy.checkpoint import ChangelogFence
 from samzapy.config.model import StoreConfig
 from samzapy.errors import StoreLockedError
 from samzapy.metrics import MetricsGroup
@@ -78,6 +79,7 @@ class StandbyStore:
         self.path = standby_dir(base_dir, config.name, partition)
         # read-only: a standby never writes to Kafka (a send raises ChangelogWriteRefused)
         self.changelog = KafkaChangelog.read_only(config.changelog.stream, partition, servers)
+        self._fence: ChangelogFence | None = None  # the owner checkpoint's, set by catch_up
         self.checkpoints = LocalCheckpoints(self.path, config.changelog.stream, partition)
         self.raw: RocksDBStore | None = None
         self.disabled = False
@@ -129,11 +131,14 @@ class StandbyStore:
             k,
         )
 
-    def catch_up(self, k: int | None, stop: threading.Event) -> None:
-        """Apply the changelog records after what the copy holds, up to ``k`` inclusive.
+    def catch_up(self, k: int | None, stop: threading.Event, fence: ChangelogFence | None = None) -> None:
+        """Apply the changelog records after what the copy holds, up to ``k`` inclusive,
+        except those ``fence`` (the owner checkpoint's ``ChangelogFence``) rules out: a
+        zombie's, written after a takeover.
 
         Returns early when ``stop`` is set (between two fetched batches).
         """
+        self._fence = fence
         if self.disabled or k is None:
             return
         if self.raw is None:
@@ -156,8 +161,10 @@ class StandbyStore:
 
     def _apply(self, k: int, stop: threading.Event) -> None:
         assert self.raw is not None
+        fence = self._fence
         for batch in self.changelog.read(self.applied + 1, k + 1):
-            self.raw.put_all(changes(batch))
+            kept = batch if fence is None else [r for r in batch if not fence.skips(r)]
+            self.raw.put_all(changes(kept))
             self.applied = batch[-1].offset
             self._applied_messages.inc(len(batch))
             if stop.is_set():

@@ -107,9 +107,18 @@ class TaskBuilder:
                 metrics=self.registry.group(f"store.{store_config.name}.{name}"),
             )
             if restore:
-                store.restore(checkpoint.changelog_offsets.get(store_config.name) if checkpoint else None)
+                self._restore(store, store_config.name, checkpoint)
             stores[store_config.name] = store
         return stores
+
+    @staticmethod
+    def _restore(store: Any, name: str, checkpoint: TaskCheckpoint | None) -> None:
+        """Restore ``store`` to the changelog offset ``checkpoint`` records for it (none:
+        empty), skipping the records its changelog fence rules out (a zombie's)."""
+        if checkpoint is None:
+            store.restore(None)
+            return
+        store.restore(checkpoint.changelog_offsets.get(name), fence=checkpoint.fence_for(name))
 
     def task_metrics(self, partition: int) -> MetricsGroup:
         """The metrics group of task ``partition`` (``task.Partition N``)."""

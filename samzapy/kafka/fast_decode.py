@@ -14,8 +14,12 @@ to filter; anything else (legacy message sets, say) goes to kafka-python's own
 ``PartitionRecords`` unchanged. Within a fetch, compressed batches are decoded by
 kafka-python's batch class (so codecs behave exactly as before), the others by the C one. Like
 :mod:`samzapy.kafka.fast_append`, it relies on kafka-python internals (``Fetcher.PartitionRecords``
-and its fields), so it is enabled only for the kafka-python versions it was checked against
-and can be switched off with ``SAMZAPY_CONSUMER_FAST_DECODE=0``.
+and its fields) and on aiokafka's private C module, so it is enabled only for the kafka-python
+and aiokafka versions it was checked against (the ranges ``pyproject.toml`` pins) and can be
+switched off with ``SAMZAPY_CONSUMER_FAST_DECODE=0``. Whether it is on, and why not, is
+:func:`off_reason` (public through :func:`samzapy.kafka.fast_paths()`, logged once at start).
+This module imports kafka-python internals at import time: import it through
+:mod:`samzapy.kafka.fast_paths()`, which turns an ``ImportError`` into "off, and why".
 """
 
 from __future__ import annotations
@@ -33,13 +37,20 @@ from kafka.record.default_records import DefaultRecordBatch
 
 try:  # the C extension only: aiokafka's pure-Python fallback is no faster than kafka-python's
     from aiokafka.record._crecords.default_records import DefaultRecordBatch as _CBatch
-except ImportError:  # pragma: no cover - depends on how aiokafka was installed
+
+    _C_IMPORT_ERROR: str | None = None
+except ImportError as _exc:  # pragma: no cover - depends on how aiokafka was installed
     _CBatch = None
+    _C_IMPORT_ERROR = f"{type(_exc).__name__}: {_exc}"
 
 log = logging.getLogger(__name__)
 
+#: The name of this fast path in :func:`samzapy.kafka.fast_paths()`.
+NAME = "consumer-decode"
 #: kafka-python versions whose ``Fetcher.PartitionRecords`` this module was checked against.
 SUPPORTED_VERSIONS = ("3.0.",)
+#: aiokafka versions whose ``_crecords.DefaultRecordBatch`` this module was checked against.
+SUPPORTED_AIOKAFKA = ("0.14.",)
 
 # Record batch v2 header fields used to choose a decoder (KIP-98 layout).
 _LENGTH = struct.Struct(">i")  # at 8: bytes after the first 12
@@ -51,12 +62,48 @@ _HEADER_SIZE = 61
 _COMPRESSION_MASK = 0x07
 
 
-def available() -> bool:
-    """Whether the fast decoder may be used: supported kafka-python, aiokafka's C extension
-    importable, and not switched off."""
+def off_reason() -> str | None:
+    """Why the fast decoder may not be used in this process, or ``None`` when it may."""
     if os.environ.get("SAMZAPY_CONSUMER_FAST_DECODE", "1") == "0":
-        return False
-    return _CBatch is not None and kafka.__version__.startswith(SUPPORTED_VERSIONS)
+        return "switched off by SAMZAPY_CONSUMER_FAST_DECODE=0"
+    slower = "records are decoded by kafka-python in Python, several times slower"
+    if not kafka.__version__.startswith(SUPPORTED_VERSIONS):
+        return (
+            f"kafka-python {kafka.__version__} is not a version it was checked against "
+            f"({', '.join(v + 'x' for v in SUPPORTED_VERSIONS)}): {slower}; install the kafka-python "
+            "range pyproject.toml pins"
+        )
+    if _CBatch is None:
+        return (
+            f"aiokafka's C record decoder does not import ({_C_IMPORT_ERROR}): {slower}; install "
+            "aiokafka from a binary wheel (pip install --only-binary aiokafka 'aiokafka>=0.14,<0.15')"
+        )
+    version = aiokafka_version()
+    if not version.startswith(SUPPORTED_AIOKAFKA):
+        return (
+            f"aiokafka {version} is not a version its C decoder was checked against "
+            f"({', '.join(v + 'x' for v in SUPPORTED_AIOKAFKA)}): {slower}; install the aiokafka "
+            "range pyproject.toml pins"
+        )
+    return None
+
+
+def aiokafka_version() -> str:
+    """The installed aiokafka's version (``"?"`` when it does not say)."""
+    import aiokafka
+
+    return str(getattr(aiokafka, "__version__", "?"))
+
+
+def available() -> bool:
+    """Whether the fast decoder may be used: supported kafka-python and aiokafka, aiokafka's C
+    extension importable, and not switched off."""
+    return off_reason() is None
+
+
+def on_reason() -> str:
+    """What an active fast decoder runs on, for the start-up log."""
+    return f"kafka-python {kafka.__version__} with aiokafka {aiokafka_version()}'s C record decoder"
 
 
 def install(consumer: KafkaConsumer) -> bool:

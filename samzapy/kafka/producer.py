@@ -19,6 +19,7 @@ from samzapy.errors import KafkaSystemError
 from samzapy.kafka.admin import DEFAULT_DEADLINE_S, attempt_timeout_ms, retry_unreachable
 from samzapy.kafka.fast_append import _PLAIN_ABOVE_BYTES as _FAST_PATH_UNCHECKED_BYTES
 from samzapy.kafka.fast_append import APPENDED, FastAppend, acked_last_offset
+from samzapy.kafka.fast_path_state import log_fast_paths
 from samzapy.kafka.partitioner import partition_for_key
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,19 @@ class RecordTooLargeError(KafkaSystemError):
     def reason(self) -> str:
         """The short form: ``<size> bytes > max.request.size <limit>``."""
         return f"{self.size} bytes > max.request.size {self.limit}"
+
+
+class FlushTimeout(KafkaSystemError):
+    """Sends were not all acknowledged within a flush's timeout (they may still be: the broker
+    is slow or unreachable, see :mod:`samzapy.kafka.outage`)."""
+
+    broker_unreachable = True
+
+
+class SendFailed(KafkaSystemError):
+    """Sends failed for good (kafka-python gave up on them): waiting will not bring them back."""
+
+    broker_unreachable = False
 
 
 def producer_settings(bootstrap_servers: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -149,6 +163,7 @@ class Producer:
     ) -> None:
         settings = producer_settings(bootstrap_servers, overrides)
         settings.setdefault("bootstrap_timeout_ms", attempt_timeout_ms(deadline_s))
+        log_fast_paths()
         self._address = bootstrap_servers
         self._producer = retry_unreachable(
             lambda: KafkaProducer(**settings), bootstrap_servers, "connect", deadline_s
@@ -168,6 +183,12 @@ class Producer:
         self._acked: dict[tuple[str, int], int] = {}
         self._failures: list[tuple[str, int | None, BaseException]] = []  # the first few
         self._failure_count = 0
+
+    @property
+    def fast_path_active(self) -> bool:
+        """Whether this producer appends explicitly partitioned records through the fast path
+        (:mod:`samzapy.kafka.fast_append`; :func:`samzapy.kafka.fast_paths` says why not)."""
+        return self._fast is not None
 
     def send(
         self,
@@ -229,7 +250,7 @@ class Producer:
                 f"{len(self._pending)} records sent to {self._address} were not acknowledged "
                 f"within {timeout_s} s"
             )
-            raise KafkaSystemError(msg) from exc
+            raise FlushTimeout(msg) from exc
         self._collect()
         if self._failures:
             raise self._failure_error()
@@ -261,8 +282,15 @@ class Producer:
         """Send what is queued and close the connections.
 
         Does not report failed sends: call :meth:`flush` first when they matter.
+
+        Raises:
+            FlushTimeout: records were still unacknowledged after ``timeout_s``.
         """
-        self._producer.close(timeout=timeout_s)
+        try:
+            self._producer.close(timeout=timeout_s)
+        except kafka_errors.KafkaTimeoutError as exc:
+            msg = f"records sent to {self._address} were not acknowledged within {timeout_s} s of closing"
+            raise FlushTimeout(msg) from exc
 
     def _collect(self) -> None:
         """Move completed sends out of the pending list into acked offsets or failures."""
@@ -293,7 +321,7 @@ class Producer:
         if len(self._failures) < _MAX_FAILURES_SHOWN:
             self._failures.append((entry[1], entry[2], exc))
 
-    def _failure_error(self) -> KafkaSystemError:
+    def _failure_error(self) -> SendFailed:
         failures = self._failures
         shown = "; ".join(
             f"topic '{topic}' partition {'?' if partition is None else partition}: "
@@ -303,7 +331,7 @@ class Producer:
         count = self._failure_count
         more = f" (and {count - len(failures)} more)" if count > len(failures) else ""
         msg = f"{count} record(s) sent to {self._address} were not written: {shown}{more}"
-        error = KafkaSystemError(msg)
+        error = SendFailed(msg)
         error.__cause__ = failures[0][2]
         return error
 

@@ -20,7 +20,7 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from samzapy.kafka import fast_decode
+from samzapy.kafka.fast_path_state import install_decoder, log_fast_paths
 
 #: How long a poll must stay empty before the partition counts as read to its end.
 IDLE_POLL_MS = 300
@@ -44,9 +44,10 @@ def reader_consumer(
         "max_poll_records": 10_000,
     }
     settings.update(overrides)
+    log_fast_paths()
     consumer = KafkaConsumer(**settings)
     if c_decoder:
-        fast_decode.install(consumer)
+        install_decoder(consumer)
     return consumer
 
 

@@ -85,18 +85,6 @@ def group_labels(group: str) -> tuple[str, dict[str, str]]:
     return kind, {"group": rest}
 
 
-def counter_names(registry: MetricsRegistry) -> set[tuple[str, str]]:
-    """``(group, metric)`` of every counter of ``registry``.
-
-    The snapshot has values only; which of them are counters is read from the groups'
-    counter tables (``samzapy.metrics`` keeps counters and gauges apart but has no public
-    accessor for the kinds yet).
-    """
-    with registry._lock:
-        groups = list(registry._groups.values())
-    return {(g.name, name) for g in groups for name in list(g._counters)}
-
-
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
@@ -119,7 +107,7 @@ class RegistryCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """Every numeric metric of the registry, read now."""
-        counters = counter_names(self.registry)
+        counters = self.registry.counter_names()  # the snapshot has values, not kinds
         samples: dict[str, list[tuple[bool, dict[str, str], float]]] = {}
         for group, values in registry_snapshot(self.registry).items():
             kind, labels = group_labels(group)

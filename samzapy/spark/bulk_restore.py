@@ -28,7 +28,10 @@ checkpoint at exactly the committed offset, replays nothing and undoes the tail.
 Without it, the stores reflect the changelog to its true end; a job whose Kafka checkpoint is
 behind that end cannot use them (its restore deletes checkpoints ahead of its own) and
 restores from scratch, so use ``to_checkpoint`` whenever the job may not have committed
-everything it wrote.
+everything it wrote. With ``to_checkpoint`` the checkpoint's changelog fence applies too: the
+records a zombie container wrote after a takeover (a lower ownership generation, after the
+offsets the checkpoint's generation claimed the task at) are left out, as the job's own
+restore leaves them out (:class:`samzapy.checkpoint.ChangelogFence`).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from functools import reduce
 from pathlib import Path
 from typing import Any
 
+from samzapy.checkpoint import GENERATION_HEADER, ChangelogFence
 from samzapy.config import Config, JobConfig, load_config, parse_job_config
 from samzapy.config.model import StoreConfig
 from samzapy.spark import SparkJobError
@@ -110,6 +114,14 @@ class _Target:
     store: StoreConfig
     partition: int
     stop: int | None  # exclusive; None: true end
+    fence: ChangelogFence | None = None  # the checkpoint's: a zombie's records are left out
+
+    def fence_row(self) -> tuple[int, int]:
+        """The fence as plain numbers for a Spark row: (start, generation); -1 for "no start",
+        generation 0 for "no fence" (a fence of generation 0 skips nothing)."""
+        if self.fence is None:
+            return -1, 0
+        return (-1 if self.fence.start is None else self.fence.start), self.fence.generation
 
 
 def _job(config: str | Path | Config | JobConfig) -> JobConfig:
@@ -213,12 +225,13 @@ def _targets(
                 msg = f"changelog topic '{store.changelog.stream}' of store '{store.name}' does not exist"
                 raise SparkJobError(msg)
             for partition in range(count) if partitions is None else partitions:
-                stop = None
+                stop = fence = None
                 if to_checkpoint:
                     checkpoint = checkpoints.get(f"Partition {partition}")
                     k = checkpoint.changelog_offsets.get(store.name) if checkpoint else None
                     stop = 0 if k is None else k + 1
-                targets.append(_Target(store, partition, stop))
+                    fence = checkpoint.fence_for(store.name) if checkpoint else None
+                targets.append(_Target(store, partition, stop, fence))
     return targets
 
 
@@ -294,18 +307,42 @@ def _plan(
             .option("bootstrap.servers", servers)
             .option("topic", topic)
             .option("partitions", ",".join(str(t.partition) for t in group))
-            .option("includeHeaders", "false")
+            .option("includeHeaders", "true" if any(t.fence for t in group) else "false")
         )
         ending = {str(t.partition): t.stop for t in group if t.stop is not None}
         if ending:
             reader = reader.option("endingOffsets", json.dumps({topic: ending}))
         if max_records:
             reader = reader.option("maxRecordsPerPartition", str(max_records))
-        frames.append(reader.load().select("topic", "partition", "offset", "key", "value"))
+        frames.append(_fenced(reader.load(), group).select("topic", "partition", "offset", "key", "value"))
     frame = reduce(lambda a, b: a.unionAll(b), frames)
     stores = {t.store.changelog.stream: t.store for t in targets if t.store.changelog is not None}
     writer = _RangeWriter(stores, handoff, staging, write_deletes=max_records is not None)
     return frame.sortWithinPartitions("topic", "partition", "key", "offset").mapInArrow(writer, RESULT_SCHEMA)
+
+
+def _fenced(frame: Any, group: list[_Target]) -> Any:
+    """``frame`` with the key of every record the targets' fences rule out set to null
+    (``ChangelogFence.skips`` as a Spark expression over the ``samzapy.generation`` header):
+    such a record is read and counted, but not restored, as a record without a key."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    fenced = [t for t in group if t.fence is not None]
+    if not fenced:
+        return frame
+    header = f"try_element_at(filter(headers, h -> h.key = '{GENERATION_HEADER}'), 1).value"
+    # no header (an older samzapy's record): never skipped, as if of the highest generation
+    generation = F.coalesce(F.expr(f"cast(cast({header} as string) as bigint)"), F.lit(2**62))
+    rules = []
+    for target in fenced:
+        start, fence_generation = target.fence_row()
+        rules.append(
+            (F.col("partition") == target.partition)
+            & (F.col("offset") > start)
+            & (generation < fence_generation)
+        )
+    skipped = reduce(lambda a, b: a | b, rules)
+    return frame.withColumn("key", F.when(skipped, F.lit(None).cast("binary")).otherwise(F.col("key")))
 
 
 def _largest_range(targets: list[_Target], servers: str) -> int:
@@ -328,16 +365,22 @@ def _largest_range(targets: list[_Target], servers: str) -> int:
 
 
 def _in_memory_plan(spark: Any, targets: list[_Target], servers: str, handoff: str, staging: str) -> Any:
-    ranges = [(t.store.changelog.stream, t.partition, -1 if t.stop is None else t.stop) for t in targets]
+    ranges = [
+        (t.store.changelog.stream, t.partition, -1 if t.stop is None else t.stop, *t.fence_row())
+        for t in targets
+    ]
     rows = spark.sparkContext.parallelize(ranges, len(ranges))
-    frame = spark.createDataFrame(rows, "topic STRING, partition INT, stop BIGINT")
+    frame = spark.createDataFrame(
+        rows, "topic STRING, partition INT, stop BIGINT, fence_start BIGINT, fence_generation BIGINT"
+    )
     stores = {t.store.changelog.stream: t.store for t in targets if t.store.changelog is not None}
     return frame.mapInArrow(_PartitionReader(stores, servers, handoff, staging), RESULT_SCHEMA)
 
 
 class _PartitionReader:
-    """The executor side of the in-memory plan: (topic, partition, stop) rows -> each
-    partition read from Kafka, its last value per key sorted into SST files + stats rows."""
+    """The executor side of the in-memory plan: (topic, partition, stop, fence) rows -> each
+    partition read from Kafka (without the records the fence rules out), its last value per
+    key sorted into SST files + stats rows."""
 
     def __init__(self, stores: dict[str, StoreConfig], servers: str, handoff: str, staging: str) -> None:
         self.stores = stores
@@ -357,11 +400,13 @@ class _PartitionReader:
         consumer = reader_consumer(self.servers)
         try:
             for batch in batches:
-                columns = (batch.column(i).to_pylist() for i in range(3))
-                for topic, partition, stop in zip(*columns, strict=True):
+                columns = (batch.column(i).to_pylist() for i in range(5))
+                for topic, partition, stop, fence_start, fence_generation in zip(*columns, strict=True):
                     tp = TopicPartition(topic, partition)
                     start = consumer.beginning_offsets([tp])[tp]
                     records = read_partition(consumer, tp, start, None if stop < 0 else stop)
+                    if fence_generation:
+                        records = _keyless_if_fenced(records, ChangelogFence(fence_start, fence_generation))
                     state = _RangeState(self.stores[topic], topic, partition, directory, deletes=False)
                     state.add_unsorted(records)
                     results.extend(state.finish(self.handoff))
@@ -371,6 +416,13 @@ class _PartitionReader:
             yield pa.RecordBatch.from_pylist(results, schema=_result_schema())
         if self.handoff == "collect":
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def _keyless_if_fenced(batches: Iterator[list[Any]], fence: ChangelogFence) -> Iterator[list[Any]]:
+    """``batches`` with the key of every record ``fence`` rules out removed: such a record is
+    read and counted, but not restored (restore ignores records without a key)."""
+    for batch in batches:
+        yield [r._replace(key=None) if fence.skips(r) else r for r in batch]
 
 
 class _RangeWriter:

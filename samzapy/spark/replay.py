@@ -352,15 +352,21 @@ def _placed(
 
 
 def _write_checkpoints(job: JobConfig, servers: str, checkpoints: dict[str, TaskCheckpoint]) -> None:
-    from samzapy.checkpoint import CheckpointWriter
+    from dataclasses import replace
+
+    from samzapy.checkpoint import CheckpointWriter, read_checkpoints
     from samzapy.kafka.producer import Producer
     from samzapy.kafka.settings import client_settings
 
+    # The replay takes the tasks over: its checkpoints need a generation above the streaming
+    # job's, or readers (the newest of the highest generation wins) would ignore them.
+    existing = read_checkpoints(servers, job.checkpoint_topic)
     producer = Producer(servers, client_settings(job.producer_overrides))
     try:
         writer = CheckpointWriter(producer, job.checkpoint_topic)
-        for checkpoint in checkpoints.values():
-            writer.write(checkpoint)
+        for name, checkpoint in checkpoints.items():
+            old = existing.get(name)
+            writer.write(replace(checkpoint, generation=old.generation + 1 if old else checkpoint.generation))
         producer.flush()
     finally:
         producer.close()

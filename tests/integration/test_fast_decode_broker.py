@@ -7,14 +7,18 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from samzapy.kafka import fast_decode
+from samzapy.kafka import fast_decode, fast_paths
 from samzapy.kafka.fast_decode import DecodedPartitionRecords
 from samzapy.kafka.reading import read_partition, reader_consumer
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not fast_decode.available(), reason="aiokafka's C decoder is not installed"),
-]
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _c_decoder_installed() -> None:
+    """Fail, not skip, when the C decoder is off: the pinned aiokafka ships it."""
+    state = fast_paths()[1]
+    assert state.active, state.reason
 
 
 def produce(broker: str, topic: str, start: int, count: int, **settings: object) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import metric_sum, read_metrics, run_job, write_config
 
-from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
+from samzapy.checkpoint import GENERATION_HEADER, CheckpointWriter, TaskCheckpoint
 from samzapy.config import load_config, parse_job_config
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.producer import Producer
@@ -196,3 +196,55 @@ def _env(**extra: str) -> dict[str, str]:
     env["PYSPARK_PYTHON"] = sys.executable
     env.update(extra)
     return env
+
+
+def produce_with_generations(broker: str, topic: str, partition: int) -> tuple[int, int]:
+    """A changelog partition written by generation 1, taken over by generation 2 at offset 9,
+    with a zombie of generation 1 writing after the takeover; (the fence start, K)."""
+    writes = [(1, f"k{i}", f"g1-{i}") for i in range(10)]  # offsets 0-9: committed by gen 1
+    writes += [(2, f"k{i}", "g2") for i in range(5)]  # 10-14: the replacement
+    writes += [(1, f"k{i}", "zombie") for i in range(5, 10)] + [(1, "k0", None)]  # 15-20: the zombie
+    writes += [(2, "k10", "g2")]  # 21: the replacement's last
+    producer = Producer(broker)
+    try:
+        for generation, key, value in writes:
+            producer.send(
+                topic,
+                key.encode(),
+                None if value is None else value.encode(),
+                partition=partition,
+                headers=[(GENERATION_HEADER, str(generation).encode())],
+            )
+        producer.flush()
+        return 9, producer.acked_offset(topic, partition)
+    finally:
+        producer.close()
+
+
+def test_both_plans_leave_out_a_zombies_records_after_the_takeover(tmp_path, broker, spark, topic_name):
+    """With ``to_checkpoint``, the checkpoint's changelog fence applies: records of a lower
+    generation after the offsets its generation claimed the task at are not restored."""
+    changelog, props = idle_job(broker, f"fenced-{abs(hash(topic_name)) % 10**8}")
+    config_path = write_config(tmp_path / "job.properties", props)
+    job = parse_job_config(load_config(config_path))
+    producer = Producer(broker)
+    try:
+        writer = CheckpointWriter(producer, job.checkpoint_topic)
+        for partition in range(PARTITIONS):
+            start, k = produce_with_generations(broker, changelog, partition)
+            fence = {"fence_generation": 2, "fence_offsets": {"counts": start}}
+            writer.write(TaskCheckpoint(f"Partition {partition}", {}, {"counts": k}, 2, **fence))
+        producer.flush()
+    finally:
+        producer.close()
+    expected = sorted(
+        [(f"k{i}".encode(), b"g2") for i in range(5)]
+        + [(f"k{i}".encode(), f"g1-{i}".encode()) for i in range(5, 10)]
+        + [(b"k10", b"g2")]
+    )
+
+    for plan, limit in (("in-memory", 1_000_000), ("sort", 0)):
+        stats = restore_stores(config_path, tmp_path / plan, to_checkpoint=True, in_memory_max_records=limit)
+        assert {p.partition: p.offset for p in stats.partitions} == dict.fromkeys(range(PARTITIONS), 21), plan
+        for partition in range(PARTITIONS):
+            assert store_items(tmp_path / plan / "counts" / f"Partition_{partition}") == expected, plan

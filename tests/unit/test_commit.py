@@ -67,7 +67,7 @@ def make(log: Log) -> tuple[Commit, FakeWriter]:
         FakeProducer(log),
         writer,
         LocalCheckpointSchedule({"s": 0}, 1000),
-        lambda name: 7,
+        lambda name, inputs, changelogs: TaskCheckpoint(name, inputs, changelogs, 7),
         MetricsGroup("container"),
         drain=lambda: log.append(("drain", "")),
     )
@@ -132,6 +132,13 @@ class FakeInputs:
         self.kept = list(kept)
 
 
+class ReachableBroker:
+    """A BrokerWait whose broker is always there: the call runs once."""
+
+    def call(self, attempt, what: str):
+        return attempt()
+
+
 def test_the_loop_drops_fenced_tasks_before_it_commits_the_others() -> None:
     config = Config.from_dict(
         {"job.name": "j", "task.class": "samzapy:StreamTask", "task.inputs": "kafka.in"}
@@ -141,6 +148,7 @@ def test_the_loop_drops_fenced_tasks_before_it_commits_the_others() -> None:
     kept, lost = FakeTask(log, "Partition 0", 1), FakeTask(log, "Partition 1", 2)
     container.tasks = [kept, lost]
     container._fence = FakeFence({"Partition 1": 3})
+    container._broker = ReachableBroker()
     container._inputs = FakeInputs()
     committed: list[list] = []
     container._commit_step = lambda tasks, final: committed.append(list(tasks))

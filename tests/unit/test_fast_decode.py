@@ -16,10 +16,17 @@ from kafka.record import MemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
-from samzapy.kafka import fast_decode
+from samzapy.kafka import FastPath, fast_decode, fast_paths
 from samzapy.kafka.fast_decode import DecodedPartitionRecords, partition_records
 
-pytestmark = pytest.mark.skipif(not fast_decode.available(), reason="aiokafka's C decoder is not installed")
+
+@pytest.fixture(autouse=True)
+def _c_decoder_installed() -> None:
+    """Fail, not skip, when the C decoder is off: the pinned aiokafka ships it."""
+    state = fast_paths()[1]
+    assert state.name == "consumer-decode"
+    assert state.active, state.reason
+
 
 TP = TopicPartition("views", 3)
 _CRC_AT, _ATTRIBUTES_AT, _LAST_DELTA_AT = 17, 21, 23
@@ -165,3 +172,6 @@ def test_corrupt_batch_fails_after_the_records_before_it():
 def test_switched_off_by_environment(monkeypatch):
     monkeypatch.setenv("SAMZAPY_CONSUMER_FAST_DECODE", "0")
     assert not fast_decode.available()
+    assert fast_paths()[1] == FastPath(
+        "consumer-decode", False, "switched off by SAMZAPY_CONSUMER_FAST_DECODE=0"
+    )

@@ -43,3 +43,30 @@ def test_mapped_folders_are_flat():
     for folder in mapped.values():
         nested = [p for p in (ROOT / folder).iterdir() if p.is_dir() and (p / "__init__.py").exists()]
         assert nested == [], f"{folder}/ has subpackages {nested}"
+
+
+def _requirement(name: str, *, extra: str | None = None) -> str:
+    table = _pyproject()["project"]
+    found = table["dependencies"] if extra is None else table["optional-dependencies"][extra]
+    matches = [r for r in found if r.split("[")[0].split(">")[0].split("<")[0].split("=")[0] == name]
+    assert len(matches) == 1, f"{name} in {found}"
+    return matches[0]
+
+
+def test_client_pins_match_the_versions_the_fast_paths_were_checked_against():
+    """kafka-python and aiokafka are pinned to the minor releases whose internals
+    samzapy.kafka.fast_append and fast_decode use; widening a pin means checking them again."""
+    from samzapy.kafka import fast_append, fast_decode
+
+    assert fast_append.SUPPORTED_VERSIONS == fast_decode.SUPPORTED_VERSIONS == ("3.0.",)
+    assert _requirement("kafka-python") == "kafka-python[crc32c]>=3.0.12,<3.1"
+    assert fast_decode.SUPPORTED_AIOKAFKA == ("0.14.",)
+    assert _requirement("aiokafka") == "aiokafka>=0.14,<0.15"
+
+
+def test_every_requirement_has_an_upper_bound():
+    table = _pyproject()["project"]
+    runtime = list(table["dependencies"])
+    runtime += [r for extra in ("broker", "spark") for r in table["optional-dependencies"][extra]]
+    unbounded = [r for r in runtime if "<" not in r]
+    assert unbounded == []

@@ -43,7 +43,14 @@ def specs(**keys: str) -> list[ReporterSpec]:
 
 
 @pytest.mark.parametrize(
-    "module", ["samzapy.health", "samzapy.reporters.periodic", "samzapy.reporters.prometheus"]
+    "module",
+    [
+        "samzapy.health",
+        "samzapy.metrics",
+        "samzapy.kafka.fast_path_state",
+        "samzapy.reporters.periodic",
+        "samzapy.reporters.prometheus",
+    ],
 )
 def test_the_doctests_pass(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
