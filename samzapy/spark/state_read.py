@@ -52,13 +52,24 @@ SOURCES = ("changelog", "disk")
 @dataclass(frozen=True)
 class StateSource:
     """One store partition to read: from its changelog (``topic``, ``stop`` exclusive, ``None``:
-    true end) or from a directory on disk (``path``)."""
+    true end; ``fence_start``/``fence_generation``: the checkpoint's changelog fence, whose
+    ruled-out records, a zombie's, are skipped) or from a directory on disk (``path``)."""
 
     store: str
     partition: int
     topic: str | None = None
     stop: int | None = None
     path: str | None = None
+    fence_start: int | None = None
+    fence_generation: int | None = None
+
+    def fence(self) -> Any:
+        """The :class:`samzapy.checkpoint.ChangelogFence` to read with (``None``: none)."""
+        from samzapy.checkpoint import ChangelogFence
+
+        if self.fence_generation is None:
+            return None
+        return ChangelogFence(self.fence_start, self.fence_generation)
 
 
 def job_of(config: str | Path | Config) -> tuple[Config, JobConfig]:
@@ -154,7 +165,17 @@ def changelog_sources(
     servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
     targets = _targets(job, [store], partitions, to_checkpoint, servers)
     topic = store.changelog.stream
-    return [StateSource(store.name, t.partition, topic, t.stop) for t in targets]
+    return [
+        StateSource(
+            store.name,
+            t.partition,
+            topic,
+            t.stop,
+            fence_start=None if t.fence is None else t.fence.start,
+            fence_generation=None if t.fence is None else t.fence.generation,
+        )
+        for t in targets
+    ]
 
 
 def disk_sources(base: Path, store: StoreConfig, partitions: list[int] | None) -> list[StateSource]:
@@ -184,8 +205,13 @@ def raw_frame(
 
     servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
     ttl = {name: job.stores[name].ttl_ms is not None for name in layouts}
-    rows = [(s.store, s.partition, s.topic, s.stop, s.path) for s in sources]
-    schema = "store STRING, partition INT, topic STRING, stop BIGINT, path STRING"
+    rows = [
+        (s.store, s.partition, s.topic, s.stop, s.path, s.fence_start, s.fence_generation) for s in sources
+    ]
+    schema = (
+        "store STRING, partition INT, topic STRING, stop BIGINT, path STRING, "
+        "fence_start BIGINT, fence_generation BIGINT"
+    )
     frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, max(len(rows), 1)), schema)
     return frame.mapInArrow(SourceReader(layouts, servers, ttl, counters), RAW_SCHEMA)
 
@@ -214,14 +240,16 @@ class SourceReader:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         for batch in batches:
             for row in batch.to_pylist():
-                source = StateSource(row["store"], row["partition"], row["topic"], row["stop"], row["path"])
+                source = StateSource(**row)
                 yield from self._batches(source, self._entries(source))
 
     def _entries(self, source: StateSource) -> Iterator[tuple[bytes, bytes]]:
         if source.path is not None:
             return self._counted(disk_entries(source.path, self.ttl[source.store]))
         assert source.topic is not None
-        latest = latest_values(self.servers, source.topic, source.partition, source.stop, self._count)
+        latest = latest_values(
+            self.servers, source.topic, source.partition, source.stop, self._count, source.fence()
+        )
         return iter(sorted(latest.items()))
 
     def _counted(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
@@ -263,9 +291,11 @@ def latest_values(
     partition: int,
     stop: int | None,
     on_batch: Callable[[int, int], None] | None = None,
+    fence: Any = None,
 ) -> dict[bytes, bytes]:
     """The last value per key of a changelog partition up to ``stop`` (exclusive; ``None``:
-    the true end), tombstones applied; ``on_batch(records, bytes)`` after each batch read."""
+    the true end), tombstones applied, the records ``fence`` (a ``ChangelogFence``) rules out
+    skipped; ``on_batch(records, bytes)`` after each batch read."""
     from kafka import TopicPartition
 
     from samzapy.kafka.reading import read_partition, reader_consumer
@@ -279,7 +309,8 @@ def latest_values(
             size = 0
             for record in batch:
                 size += max(record.serialized_key_size, 0) + max(record.serialized_value_size, 0)
-                if record.key is not None:  # restore ignores records without a key
+                # restore ignores records without a key, and those a zombie wrote
+                if record.key is not None and (fence is None or not fence.skips(record)):
                     latest[record.key] = record.value
             if on_batch is not None:
                 on_batch(len(batch), size)
