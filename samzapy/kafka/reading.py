@@ -104,3 +104,15 @@ def read_partition(
         highwater = consumer.highwater(tp)
         if highwater is not None and position >= highwater:
             return
+
+
+def true_end_offset(consumer: KafkaConsumer, tp: TopicPartition) -> int:
+    """The offset the next record of ``tp`` will get: the reported end, corrected for brokers
+    that undercount it (see module doc) by reading the rest of the last batch.
+
+    Costs one fetch of the partition's last batch; ``consumer`` is left assigned to ``tp``.
+    """
+    end = end_offset(consumer, tp)
+    for batch in read_partition(consumer, tp, end):
+        end = batch[-1].offset + 1
+    return end
