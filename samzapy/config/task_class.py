@@ -1,14 +1,20 @@
 """Resolving ``task.class`` (``module:Class`` or ``package.module.Class``) to a task class.
 
 Like Flask's and bytewax's app locators, the error tells apart "the module does not exist",
-"the module exists but raised while importing" and "the module has no such attribute".
+"the module exists but raised while importing" and "the module has no such attribute" (with
+the closest name). A module that is not importable as it is is looked for, as ``python -m``
+would find it, next to the properties file and then in the working directory; the directory
+it is found in is put on ``sys.path`` (first), so its sibling modules import too.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 
 from samzapy.config.properties import config_error
 from samzapy.errors import ConfigError
@@ -49,23 +55,11 @@ def resolve_task_class(spec: str, location: str) -> type[StreamTask]:
     module_name, attr_path = _split(spec)
     if not module_name or not attr_path:
         raise _fail(location, f"{where}: must be module:Class or package.module.Class")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            msg = (
-                f"{where}: module '{module_name}' not found: install its package or put its directory "
-                f"on PYTHONPATH (working directory: {Path.cwd()})"
-            )
-            raise _fail(location, msg) from None
-        raise _fail(location, _raised(where, module_name, exc)) from exc
-    except Exception as exc:  # noqa: BLE001 - user code may raise anything while importing
-        raise _fail(location, _raised(where, module_name, exc)) from exc
+    module = _import(module_name, where, location)
     obj: object = module
     for part in attr_path.split("."):
         if not hasattr(obj, part):
-            msg = f"{where}: module '{module_name}' has no attribute '{attr_path}'"
-            raise _fail(location, msg)
+            raise _fail(location, _no_attribute(where, module_name, attr_path, obj, part))
         obj = getattr(obj, part)
     if not isinstance(obj, type):
         raise _fail(location, f"{where}: '{attr_path}' is a {type(obj).__name__}, not a class")
@@ -73,6 +67,65 @@ def resolve_task_class(spec: str, location: str) -> type[StreamTask]:
         msg = f"{where}: class '{attr_path}' does not derive from samzapy.StreamTask"
         raise _fail(location, msg)
     return obj
+
+
+def _user_dirs(location: str) -> list[Path]:
+    """Where a user's task module may sit: next to the properties file, then the working directory."""
+    dirs = []
+    config_file = Path(location.rpartition(":")[0] or location)
+    if config_file.is_file():
+        dirs.append(config_file.resolve().parent)
+    if Path.cwd() not in dirs:
+        dirs.append(Path.cwd())
+    return dirs
+
+
+def _put_on_path(module_name: str, location: str) -> bool:
+    """Put the first user directory holding ``module_name``'s top package on ``sys.path``."""
+    top = module_name.partition(".")[0]
+    for folder in _user_dirs(location):
+        if (folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file():
+            if str(folder) not in sys.path:
+                sys.path.insert(0, str(folder))
+            importlib.invalidate_caches()
+            return True
+    return False
+
+
+def _import(module_name: str, where: str, location: str, retried: bool = False) -> ModuleType:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + "."))
+        if not missing:
+            raise _fail(location, _raised(where, module_name, exc)) from exc
+        if not retried and _put_on_path(module_name, location):
+            return _import(module_name, where, location, retried=True)
+        looked = " nor in ".join(str(d) for d in _user_dirs(location))
+        msg = (
+            f"{where}: module '{module_name}' not found on sys.path nor in {looked}: put "
+            f"{module_name.partition('.')[0]}.py next to the properties file, or install its package, "
+            f"or add its directory to PYTHONPATH"
+        )
+        raise _fail(location, msg) from None
+    except Exception as exc:  # noqa: BLE001 - user code may raise anything while importing
+        raise _fail(location, _raised(where, module_name, exc)) from exc
+
+
+def _no_attribute(where: str, module_name: str, attr_path: str, owner: object, part: str) -> str:
+    """The "no attribute" message, with the closest name, else the task classes ``owner`` defines."""
+    names = [n for n in dir(owner) if not n.startswith("_")]
+    close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+    if close:
+        hint = f"; did you mean '{close[0]}'?"
+    else:
+        tasks = [n for n in names if _is_task_class(getattr(owner, n, None))]
+        hint = f"; its task classes: {', '.join(tasks)}" if tasks else ""
+    return f"{where}: module '{module_name}' has no attribute '{attr_path}'{hint}"
+
+
+def _is_task_class(obj: object) -> bool:
+    return isinstance(obj, type) and issubclass(obj, StreamTask) and obj is not StreamTask
 
 
 def _raised(where: str, module_name: str, exc: BaseException) -> str:
