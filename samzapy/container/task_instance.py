@@ -14,6 +14,7 @@ from samzapy.errors import TaskError
 from samzapy.metrics import MetricsGroup
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import ClosableTask, IncomingMessageEnvelope, InitableTask, WindowableTask
+from samzapy.user_code import failure_text, log_user_traceback, user_line
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +113,22 @@ class TaskInstance:
         self.last_window = time.monotonic()
 
     def init(self, context: Any) -> None:
-        """Call the task's ``init`` if it has one."""
+        """Call the task's ``init`` if it has one.
+
+        Raises:
+            TaskError: ``init`` raised; the message names the task and the user's line.
+        """
         if isinstance(self.task, InitableTask) or hasattr(self.task, "init"):
-            self.task.init(context)
+            try:
+                self.task.init(context)
+            except Exception as exc:
+                raise self._user_failure("init() raised", exc) from exc
+
+    def _user_failure(self, what: str, exc: Exception) -> TaskError:
+        """A :class:`TaskError` for user code that raised outside a message, its traceback logged."""
+        text = f"task {self.task_name}: {failure_text(what, exc)}"
+        log_user_traceback(log, text, exc)
+        return TaskError(f"{text}. Fix the task (run with -v for the traceback)")
 
     def process_records(
         self, ssp: SystemStreamPartition, records: list[ConsumerRecord], start: int = 0
@@ -218,13 +232,20 @@ class TaskInstance:
             log.warning("sent the message at %s to %s: %s (%s)", where, policy.dead_letter, what, cause)
             return
         text = f"task {self.task_name}: {what} for the message at {where}: {cause}"
+        if not deserialising:
+            line = user_line(exc)
+            text += f" (at {line})" if line else ""
+            log_user_traceback(log, text, exc)
         raise MessageFailure(text, safe_to_commit=deserialising or traceless) from exc
 
     def window(self) -> None:
         """Call the task's ``window`` (if it is windowable)."""
         if isinstance(self.task, WindowableTask):
             self.collector.begin("window", int(time.time() * 1000))
-            self.task.window(self.collector, self.coordinator)
+            try:
+                self.task.window(self.collector, self.coordinator)
+            except Exception as exc:
+                raise self._user_failure("window() raised", exc) from exc
             self._window_calls.inc()
         self.last_window = time.monotonic()
 
