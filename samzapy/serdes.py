@@ -66,6 +66,12 @@ class StringSerde:
 
     __slots__ = ()
 
+    def check(self, obj: Any) -> None:
+        """Raise ``SerdeError`` unless ``obj`` is a ``str`` (cheap: stores check at ``put``)."""
+        if not isinstance(obj, str):
+            msg = f"StringSerde expects a str, got {type(obj).__name__} {_describe(obj)}"
+            raise SerdeError(msg)
+
     def to_bytes(self, obj: Any) -> bytes:
         """Encode a ``str`` as UTF-8."""
         if not isinstance(obj, str):
@@ -129,6 +135,10 @@ class _FixedIntSerde:
     _name = ""
     _struct: struct.Struct
 
+    def check(self, obj: Any) -> None:
+        """Raise ``SerdeError`` unless ``obj`` is an int that fits (cheap: stores check at ``put``)."""
+        self.to_bytes(obj)
+
     def to_bytes(self, obj: Any) -> bytes:
         """Pack ``obj`` big-endian."""
         if not isinstance(obj, int) or isinstance(obj, bool):
@@ -179,6 +189,10 @@ class BytesSerde:
     """Identity on bytes (Samza's ``ByteSerde``)."""
 
     __slots__ = ()
+
+    def check(self, obj: Any) -> None:
+        """Raise ``SerdeError`` unless ``obj`` is bytes-like."""
+        self.to_bytes(obj)
 
     def to_bytes(self, obj: Any) -> bytes:
         """Return ``obj`` itself (``bytearray``/``memoryview`` are copied to ``bytes``)."""

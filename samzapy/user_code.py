@@ -37,6 +37,10 @@ def _is_runtime(filename: str) -> bool:
     return path.startswith(_RUNTIME) and "/samzapy/jobs/" not in path
 
 
+def _in_libraries(filename: str) -> bool:
+    return str(Path(filename).resolve()).startswith(_LIBRARIES)
+
+
 def _frames(exc: BaseException) -> list[traceback.FrameSummary]:
     frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
     first_user = next((i for i, f in enumerate(frames) if not _is_runtime(f.filename)), len(frames))
@@ -63,7 +67,7 @@ def user_line(exc: BaseException) -> str:
     True
     """
     frames = _frames(exc)
-    own = [f for f in frames if not str(Path(f.filename).resolve()).startswith(_LIBRARIES)]
+    own = [f for f in frames if not _is_runtime(f.filename) and not _in_libraries(f.filename)]
     frame = (own or frames or [None])[-1]
     if frame is None:
         return ""

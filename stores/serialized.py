@@ -1,10 +1,17 @@
-"""The serde layer: keys and values as objects above, as bytes below."""
+"""The serde layer: keys and values as objects above, as bytes below.
+
+A value that does not fit a store's serde fails in the task's own ``put()``, naming the store,
+the key, the serde's complaint and the config key that chose the serde
+(:class:`SerdeCheckedStore` above the object cache, which would otherwise serialise it only at
+the next flush, far from the call; :class:`SerializedStore` itself when there is no cache).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
+from samzapy.errors import SerdeError, StoreError
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.base import Entry, KeyValueIterator, KeyValueStore
 
@@ -20,6 +27,114 @@ class Serde(Protocol):
 
     def from_bytes(self, data: bytes) -> Any:
         """Deserialise ``data``."""
+
+
+class StoreSerdeError(StoreError, SerdeError):
+    """A key or value does not fit its store's serde (raised in the task's own call)."""
+
+
+def _short(obj: Any, limit: int = 60) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def serde_misfit(store: str, role: str, key: Any, value: Any, cause: Exception) -> StoreSerdeError:
+    """The error for a ``role`` ("key" or "value") of ``store`` that its serde refused.
+
+    >>> print(serde_misfit("counts", "value", "ann", b"1", SerdeError("LongSerde expects an int")))
+    store 'counts' cannot take the value b'1' (bytes) of key 'ann': LongSerde expects an int. The store's \
+value serde is set by stores.counts.msg.serde: put a value it takes, or set a serde that fits there
+    """
+    config_key = f"stores.{store}.{'key' if role == 'key' else 'msg'}.serde"
+    what = f"the key {_short(key)}" if role == "key" else f"the value {_short(value)}"
+    subject = type(key if role == "key" else value).__name__
+    of_key = "" if role == "key" else f" of key {_short(key)}"
+    text = (
+        f"store '{store}' cannot take {what} ({subject}){of_key}: {cause}. The store's {role} serde "
+        f"is set by {config_key}: put a {role} it takes, or set a serde that fits there"
+    )
+    return StoreSerdeError(text)
+
+
+def serde_check(serde: Serde | None) -> Any:
+    """A function that raises ``SerdeError`` for an object ``serde`` cannot write: the serde's
+    own ``check`` when it has one (cheap: the built-in serdes check types), else ``to_bytes``;
+    with no serde, only bytes pass."""
+    if serde is None:
+        return _check_bytes
+    return getattr(serde, "check", None) or serde.to_bytes
+
+
+def _check_bytes(obj: Any) -> None:
+    if not isinstance(obj, bytes | bytearray | memoryview):
+        msg = f"the store has no serde, so it takes bytes, not {type(obj).__name__}"
+        raise SerdeError(msg)
+
+
+class SerdeCheckedStore(KeyValueStore[K, V], Generic[K, V]):
+    """Checks each key and value against the store's serdes at ``put``/``put_all``/``delete``,
+    so that a misfit fails in the caller's own call (:func:`serde_misfit`), not at a later flush
+    of the object cache below. Everything else passes straight through. Not thread-safe."""
+
+    def __init__(
+        self, inner: KeyValueStore[K, V], name: str, key_serde: Serde | None, msg_serde: Serde | None
+    ) -> None:
+        self.inner = inner
+        self.name = name
+        self._check_key = serde_check(key_serde)
+        self._check_value = serde_check(msg_serde)
+
+    def _check(self, key: K, value: V | None) -> None:
+        try:
+            self._check_key(key)
+        except SerdeError as exc:
+            raise serde_misfit(self.name, "key", key, value, exc) from None
+        if value is not None:
+            try:
+                self._check_value(value)
+            except SerdeError as exc:
+                raise serde_misfit(self.name, "value", key, value, exc) from None
+
+    def get(self, key: K) -> V | None:
+        """The inner store's value of ``key``."""
+        return self.inner.get(key)
+
+    def get_all(self, keys: Iterable[K]) -> dict[K, V]:
+        """The inner store's values of ``keys``."""
+        return self.inner.get_all(keys)
+
+    def put(self, key: K, value: V | None) -> None:
+        """Check, then write one entry."""
+        self._check(key, value)
+        self.inner.put(key, value)
+
+    def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
+        """Check every entry, then write them all (nothing is written if one misfits)."""
+        entries = list(entries)
+        for key, value in entries:
+            self._check(key, value)
+        self.inner.put_all(entries)
+
+    def delete(self, key: K) -> None:
+        """Check the key, then delete it."""
+        self._check(key, None)
+        self.inner.delete(key)
+
+    def range(self, from_key: K, to_key: K) -> KeyValueIterator[K, V]:
+        """The inner store's range."""
+        return self.inner.range(from_key, to_key)
+
+    def all(self) -> KeyValueIterator[K, V]:
+        """The inner store's entries."""
+        return self.inner.all()
+
+    def flush(self) -> None:
+        """Flush the inner store."""
+        self.inner.flush()
+
+    def close(self) -> None:
+        """Close the inner store."""
+        self.inner.close()
 
 
 class SerializedStore(KeyValueStore[K, V], Generic[K, V]):
@@ -38,8 +153,10 @@ class SerializedStore(KeyValueStore[K, V], Generic[K, V]):
         key_serde: Serde | None,
         msg_serde: Serde | None,
         metrics: MetricsGroup | None = None,
+        name: str | None = None,
     ) -> None:
         self.inner = inner
+        self.name = name
         self.key_serde = key_serde
         self.msg_serde = msg_serde
         metrics = metrics or MetricsGroup("unnamed-store")
@@ -61,14 +178,21 @@ class SerializedStore(KeyValueStore[K, V], Generic[K, V]):
 
     def put(self, key: K, value: V | None) -> None:
         """Serialise and write one entry."""
-        kb = self._kb(key)
-        if value is None:
-            self._bytes_written.value += len(kb)
-            self.inner.put(kb, None)
-            return
-        vb = self._vb(value)
-        self._bytes_written.value += len(kb) + len(vb)
+        try:
+            kb = self._kb(key)
+            vb = None if value is None else self._vb(value)
+        except (SerdeError, TypeError) as exc:
+            raise self._misfit(key, value, exc) from None
+        self._bytes_written.value += len(kb) + (0 if vb is None else len(vb))
         self.inner.put(kb, vb)
+
+    def _misfit(self, key: K, value: V | None, exc: Exception) -> StoreError:
+        """The :func:`serde_misfit` error of the key or value that failed."""
+        try:
+            self._kb(key)
+        except Exception:  # noqa: BLE001 - the key was the one that failed
+            return serde_misfit(self.name or "?", "key", key, value, exc)
+        return serde_misfit(self.name or "?", "value", key, value, exc)
 
     def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
         """Serialise every entry, then write them in one batch."""
@@ -76,7 +200,12 @@ class SerializedStore(KeyValueStore[K, V], Generic[K, V]):
         if kb is _identity and vb is _identity:  # a bytes store: nothing to encode
             encoded = list(entries)
         else:
-            encoded = [(kb(k), None if v is None else vb(v)) for k, v in entries]
+            encoded = []
+            for k, v in entries:
+                try:
+                    encoded.append((kb(k), None if v is None else vb(v)))
+                except (SerdeError, TypeError) as exc:
+                    raise self._misfit(k, v, exc) from None
         self._bytes_written.value += sum(len(k) + (len(v) if v is not None else 0) for k, v in encoded)
         self.inner.put_all(encoded)
 

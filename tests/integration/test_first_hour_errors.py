@@ -1,0 +1,78 @@
+"""The errors a new user meets first, through the real command line and dev broker (issue 16).
+
+Each test checks the exact ``Error:`` line and the exit code.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import create_topic, job_env, produce
+
+pytestmark = pytest.mark.integration
+
+README_TASK = """
+from samzapy import StreamTask, InitableTask
+
+class MyStatefulTask(StreamTask, InitableTask):
+    def init(self, context):
+        self.store = context.get_store("my-store")
+
+    def process(self, envelope, collector, coordinator):
+        self.store.put(envelope.key, envelope.message)
+"""
+
+
+def _samzapy(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "samzapy", *args],
+        cwd=cwd,
+        env=job_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("Error:")]
+
+
+def test_a_value_that_does_not_fit_the_store_names_store_key_serde_config_key_and_the_users_line(
+    tmp_path: Path, broker: str, topic_name: str
+) -> None:
+    """The README's task as it once was: no serde for the input, so the message is bytes."""
+    create_topic(broker, topic_name, 1)
+    produce(broker, topic_name, [(b"ann", b'{"page": "/a"}')], partition=0)
+    (tmp_path / "mymodule.py").write_text(README_TASK)
+    (tmp_path / "my-job.properties").write_text(
+        "job.name=my-job\n"
+        "task.class=mymodule:MyStatefulTask\n"
+        f"task.inputs=kafka.{topic_name}\n"
+        f"systems.kafka.consumer.bootstrap.servers={broker}\n"
+        "systems.kafka.samza.key.serde=string\n"
+        "systems.kafka.samza.offset.default=oldest\n"
+        "stores.my-store.factory=org.apache.samza.storage.kv.RocksDbKeyValueStorageEngineFactory\n"
+        "stores.my-store.changelog=kafka.my-store-changelog\n"
+        "serializers.registry.string.class=org.apache.samza.serializers.StringSerdeFactory\n"
+        "stores.my-store.key.serde=string\n"
+        "stores.my-store.msg.serde=string\n"
+    )
+
+    result = _samzapy(tmp_path, "run", "my-job.properties", "--exit-at-end")
+
+    assert result.returncode == 1
+    assert _errors(result.stderr) == [
+        f"Error: task Partition 0: process() raised for the message at stream 'kafka.{topic_name}' "
+        "partition 0 offset 0: StoreSerdeError: store 'my-store' cannot take the value "
+        "b'{\"page\": \"/a\"}' (bytes) of key 'ann': StringSerde expects a str, got bytes "
+        "b'{\"page\": \"/a\"}'. The store's value serde is set by stores.my-store.msg.serde: put a value "
+        "it takes, or set a serde that fits there (at mymodule.py:9 in process); the job stopped after "
+        "committing every message before it. Fix the task (run with -v for the traceback), or go on past "
+        "such messages: task.ignored.exceptions=StoreSerdeError skips them, "
+        "task.dead.letter.stream=kafka.<stream> keeps them aside"
+    ]
+    assert len(result.stderr.splitlines()) < 20  # not 187 lines of logs and tracebacks
