@@ -57,7 +57,7 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
         config = context.config
         self.clicks = config.get_str("join.clicks.stream", "clicks")
         self.impressions = config.get_str("join.impressions.stream", "impressions")
-        inputs = input_streams(config)
+        inputs = input_streams(context.inputs)
         if sorted(inputs) != sorted([self.clicks, self.impressions]):
             msg = (
                 f"task.inputs ({', '.join(inputs)}) must be the clicks stream '{self.clicks}' and "

@@ -58,7 +58,7 @@ class ForeignKeyJoinTask(StreamTask, InitableTask):
         self.right_stream = config.get_str("join.right.stream", self.right_stream)
         self.subscription_stream = config.get_str("join.subscription.stream", self.subscription_stream)
         self.response_stream = config.get_str("join.response.stream", self.response_stream)
-        inputs = {s.stream: s for s in map(SystemStream.parse, config.get_list("task.inputs"))}
+        inputs = {s.stream: s for s in context.inputs}
         self._check_inputs(list(inputs))
         # the task sends to two of its own inputs: the intermediate topics
         self.subscriptions = inputs[self.subscription_stream]

@@ -65,7 +65,7 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
             raise ValueError(msg)
         self.lateness = config.get_int("window.allowed.lateness.ms", 0)
         upstream = config.get_int("watermark.upstream.tasks", 0)
-        sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(config)
+        sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(context.inputs)
         self.time = EventTime(store, sources, self.lateness)
         self.windows = WindowedAggregation(
             store, self.assigner, count(), self.time.watermark, namespace=b"cw", metrics=context.metrics

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
+from samzapy.errors import ConfigError
 from samzapy.operators import ID_HEADER, RepartitionError, Watermark
 from samzapy.operators.event_time import (
     CONTROL_HEADER,
@@ -57,9 +58,14 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
         """Read the config, open the progress store."""
         config = context.config
         self.output = SystemStream.parse(config.get_str("repartition.output.stream", self.output_stream))
-        self.partitions: int = config.get_int(
-            f"systems.{self.output.system}.streams.{self.output.stream}.partitions"
-        )
+        partitions = context.stream(self.output).partitions
+        if partitions is None:
+            msg = (
+                f"set systems.{self.output.system}.streams.{self.output.stream}.partitions: the "
+                "repartition task sends its progress to every partition of its output"
+            )
+            raise ConfigError(msg)
+        self.partitions: int = partitions
         store = context.get_store(config.get_str("repartition.store", "repartition-progress"))
         self.source = str(context.partition)
         self.progress = Watermark(store, namespace=b"rp")

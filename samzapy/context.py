@@ -2,26 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from samzapy.config.app import AppConfig
+from samzapy.config.model import JobConfig, StreamConfig
 from samzapy.errors import ConfigError
 from samzapy.metrics import MetricsGroup
+from samzapy.streams import SystemStream
 
 
 class StoreContext:
-    """A task's context: its name, partition, config, stores and metrics."""
+    """A task's context: its name, partition, inputs, application config, stores and metrics.
+
+    The task reads its application keys through :attr:`config`, a read-only
+    :class:`~samzapy.config.AppConfig`; samzapy's own keys are not in it. What a task needs of
+    those is here, validated: :attr:`inputs`, :meth:`stream`, :meth:`get_store`.
+    """
 
     def __init__(
         self,
         task_name: str,
         partition: int,
-        config: Any,
-        stores: dict[str, Any],
+        job: JobConfig,
+        stores: Mapping[str, Any],
         metrics: MetricsGroup,
     ) -> None:
+        """Hold what :meth:`samzapy.task.InitableTask.init` may read.
+
+        Args:
+            task_name: ``Partition N``.
+            partition: N.
+            job: the job's validated configuration; the task sees its application keys
+                (``job.app_config``), inputs and stream settings, not the rest.
+            stores: the task's store instances by name.
+            metrics: the task's metrics group.
+        """
         self._task_name = task_name
         self._partition = partition
-        self._config = config
+        self._job = job
         self._stores = stores
         self._metrics = metrics
 
@@ -36,9 +55,21 @@ class StoreContext:
         return self._partition
 
     @property
-    def config(self) -> Any:
-        """The job's raw :class:`samzapy.config.Config` (application keys included)."""
-        return self._config
+    def inputs(self) -> tuple[SystemStream, ...]:
+        """The job's input streams (``task.inputs``), in order; the task reads partition
+        :attr:`partition` of each that has it."""
+        return self._job.inputs
+
+    @property
+    def config(self) -> AppConfig:
+        """The job's application keys (those outside samzapy's reserved prefixes), read-only,
+        with typed getters that name ``path:line`` when a value is bad."""
+        return self._job.app_config
+
+    def stream(self, system_stream: SystemStream) -> StreamConfig:
+        """The settings of a stream (``systems.<system>.streams.<stream>.*``, the system's
+        defaults filled in), e.g. ``context.stream(out).partitions``."""
+        return self._job.stream(system_stream)
 
     @property
     def metrics(self) -> MetricsGroup:

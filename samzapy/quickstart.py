@@ -48,7 +48,7 @@ def _run_job(name: str, servers: str, state_dir: Path) -> None:
         msg = f"{path} not found: this samzapy install lacks its example configs; reinstall it"
         raise ConfigError(msg)
     config = load_config(path, overrides)
-    Container(config, parse_job_config(config, check_task_class=True), exit_at_end=True).run()
+    Container(parse_job_config(config, check_task_class=True), exit_at_end=True).run()
 
 
 def _read_topic(servers: str, topic: str) -> list[dict]:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from samzapy.streams import SystemStream, SystemStreamPartition
 
 if TYPE_CHECKING:
+    from samzapy.config.app import AppConfig
+    from samzapy.config.model import StreamConfig
     from samzapy.stores.base import KeyValueStore
 
 Headers = list[tuple[str, bytes]]
@@ -130,8 +132,16 @@ class TaskContext(Protocol):
         """The partition number this task consumes of every input stream."""
 
     @property
-    def config(self) -> Any:
-        """The job's :class:`samzapy.config.Config`."""
+    def inputs(self) -> tuple[SystemStream, ...]:
+        """The job's input streams (``task.inputs``), in order."""
+
+    @property
+    def config(self) -> AppConfig:
+        """The job's application keys (outside samzapy's reserved prefixes), read-only, with
+        typed getters: ``context.config.get_int("app.threshold", 10)``."""
+
+    def stream(self, system_stream: SystemStream) -> StreamConfig:
+        """The settings of a stream (``systems.<system>.streams.<stream>.*``)."""
 
     def get_store(self, name: str) -> KeyValueStore[Any, Any]:
         """The task's instance of the store configured as ``stores.<name>.*``."""

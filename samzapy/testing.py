@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from samzapy.config import Config, parse_job_config, resolve_task_class
+from samzapy.config import Config, parse_job_config
 from samzapy.container.collector import encode_output
 from samzapy.container.task_instance import Coordinator
 from samzapy.context import StoreContext
@@ -98,8 +98,10 @@ class TaskHarness:
         base_dir: Path | None = None,
     ) -> None:
         raw = config if isinstance(config, Config) else Config.from_dict({**_DEFAULTS, **(config or {})})
+        if isinstance(task, str):  # imported once, by the parse, as a run does
+            raw = raw.with_overrides({"task.class": task})
         self.config = raw
-        self.job = parse_job_config(raw)
+        self.job = parse_job_config(raw, check_task_class=isinstance(task, str))
         self.partition = partition
         self.task_name = task_name_for(partition)
         self._tmp = None
@@ -128,7 +130,7 @@ class TaskHarness:
         if isinstance(task, type):
             self.task = task()
         elif isinstance(task, str):
-            self.task = resolve_task_class(task, "<harness>")()
+            self.task = self.job.task_type()
         else:
             self.task = task
         self.collector = _Collector(self.task_name, self.serdes)
@@ -136,7 +138,7 @@ class TaskHarness:
         self.metrics = self.registry.group(f"task.{self.task_name}")
         self._offsets: dict[SystemStreamPartition, int] = {}
         if hasattr(self.task, "init"):
-            self.task.init(StoreContext(self.task_name, partition, raw, self.stores, self.metrics))
+            self.task.init(StoreContext(self.task_name, partition, self.job, self.stores, self.metrics))
 
     @property
     def outputs(self) -> list[OutgoingMessageEnvelope]:

@@ -39,7 +39,11 @@ def store_dir(base_dir: Path, store: str, partition: int) -> Path:
 
 
 def validate(config: StoreConfig) -> None:
-    """Check the options of one store; every problem in one :class:`ConfigError`."""
+    """Check the single options of one store; every problem in one :class:`ConfigError`.
+
+    A guard for a :class:`StoreConfig` built by hand: one from ``parse_job_config`` has passed
+    these checks and the rules across keys (``samzapy/config/stores.py``) already.
+    """
     key = f"stores.{config.name}"
     problems = []
     if config.engine not in STORE_ENGINES:
@@ -60,11 +64,6 @@ def validate(config: StoreConfig) -> None:
             problems.append(f"'{key}.{option}' is {value}: must be >= {minimum}")
     if config.ttl_ms is not None and config.ttl_ms <= 0:
         problems.append(f"'{key}.rocksdb.ttl.ms' is {config.ttl_ms}: must be > 0 (or unset for no TTL)")
-    if 0 < config.object_cache_size < config.write_batch_size:
-        problems.append(
-            f"'{key}.object.cache.size' ({config.object_cache_size}) is smaller than "
-            f"'{key}.write.batch.size' ({config.write_batch_size}): raise the cache size"
-        )
     if problems:
         raise ConfigError("invalid store configuration:\n  " + "\n  ".join(problems))
 

@@ -85,9 +85,7 @@ def parse_offsets(values: Sequence[str]) -> dict[SystemStreamPartition, int]:
 def _running_container(config: Config, job: JobConfig) -> str | None:
     """A container of this job answering /health on this host, if its config has a
     Prometheus reporter on a fixed port; ``None`` when none answers."""
-    from samzapy.reporters import reporter_specs
-
-    for spec in reporter_specs(config, job):
+    for spec in job.reporters:
         if spec.kind != "prometheus" or spec.port == 0:
             continue
         url = f"http://127.0.0.1:{spec.port}/health"

@@ -50,9 +50,7 @@ def run(
 
     loaded = load_config(one_config_path(config, config_path), overrides)
     job = parse_job_config(loaded, check_task_class=True)
-    container = Container(
-        loaded, job, container_id=container_id, exit_at_end=exit_at_end, metrics_path=metrics_file
-    )
+    container = Container(job, container_id=container_id, exit_at_end=exit_at_end, metrics_path=metrics_file)
     code = container.run()
     if code:
         raise click.exceptions.Exit(code)

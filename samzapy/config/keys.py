@@ -1,8 +1,10 @@
 """The catalogue of samzapy's configuration keys, as data.
 
 Every key samzapy reads is one :class:`KeySpec` in :data:`KEYS`: its name pattern, value
-type, default and meaning. The catalogue is the single source for validation (what a key
-accepts), for suggestions on misspelt keys, and for ``docs/configuration.md``.
+type (:mod:`samzapy.config.types`), meaning, and the model field it sets, whose default in
+:mod:`samzapy.config.model` is the key's default. The catalogue is the single source for
+validation (what a key accepts, which field it fills), for suggestions on misspelt keys, and
+for ``docs/configuration.md``.
 
 Patterns name their variable parts ``<system>``, ``<stream>``, ``<store>`` and ``<serde>``;
 a pattern ending in ``*`` is a pass-through namespace (anything below it is accepted).
@@ -10,313 +12,128 @@ a pattern ending in ``*`` is a pass-through namespace (anything below it is acce
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import enum
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
-from samzapy.config.model import ROCKSDB_COMPRESSIONS
-from samzapy.config.properties import parse_bool, parse_int, parse_list
-from samzapy.streams import SystemStream
-
-#: Key prefixes owned by samzapy: an unknown key under them is an error.
-RESERVED_PREFIXES = ("job.", "task.", "stores.", "systems.", "serializers.", "metrics.")
-#: Serde names that work without ``serializers.registry.<name>.class``.
-BUILTIN_SERDES = ("string", "json", "integer", "long", "bytes")
-
-_SAMZA_SERDES = "org.apache.samza.serializers."
-#: Accepted ``serializers.registry.<serde>.class`` values -> canonical serde kind.
-SERDE_CLASS_ALIASES = {
-    **{kind: kind for kind in ("string", "json", "integer", "long", "bytes", "avro")},
-    _SAMZA_SERDES + "StringSerdeFactory": "string",
-    _SAMZA_SERDES + "JsonSerdeFactory": "json",
-    _SAMZA_SERDES + "JsonSerdeV2Factory": "json",
-    _SAMZA_SERDES + "IntegerSerdeFactory": "integer",
-    _SAMZA_SERDES + "LongSerdeFactory": "long",
-    _SAMZA_SERDES + "ByteSerdeFactory": "bytes",
-    _SAMZA_SERDES + "ByteBufferSerdeFactory": "bytes",
-    _SAMZA_SERDES + "AvroSerdeFactory": "avro",
-    "samzapy.serdes.StringSerde": "string",
-    "samzapy.serdes.JsonSerde": "json",
-    "samzapy.serdes.IntegerSerde": "integer",
-    "samzapy.serdes.LongSerde": "long",
-    "samzapy.serdes.BytesSerde": "bytes",
-    "samzapy.serdes.AvroSerde": "avro",
-}
-#: Accepted ``stores.<store>.factory`` values -> canonical engine.
-STORE_FACTORY_ALIASES = {
-    "rocksdb": "rocksdb",
-    "inmemory": "inmemory",
-    "org.apache.samza.storage.kv.RocksDbKeyValueStorageEngineFactory": "rocksdb",
-    "org.apache.samza.storage.kv.inmemory.InMemoryKeyValueStorageEngineFactory": "inmemory",
-    "org.apache.samza.storage.kv.InMemoryKeyValueStorageEngineFactory": "inmemory",
-}
-_SAMZA_REPORTERS = "org.apache.samza.metrics.reporter."
-#: Accepted ``metrics.reporter.<reporter>.class`` values -> canonical reporter kind. JMX has no
-#: Python counterpart: a ``jmx`` reporter is skipped with a warning.
-REPORTER_CLASS_ALIASES = {
-    **{kind: kind for kind in ("snapshot", "prometheus", "log", "jmx")},
-    _SAMZA_REPORTERS + "MetricsSnapshotReporterFactory": "snapshot",
-    _SAMZA_REPORTERS + "JmxReporterFactory": "jmx",
-}
-#: Accepted ``systems.<system>.samza.factory`` values.
-SYSTEM_FACTORY_ALIASES = {
-    "kafka": "kafka",
-    "org.apache.samza.system.kafka.KafkaSystemFactory": "kafka",
-}
-
-
-@dataclass(frozen=True)
-class ValueType:
-    """What a key accepts: ``describe`` reads after "must be", ``parse`` raises ``ValueError``."""
-
-    description: str
-
-    def parse(self, raw: str) -> Any:
-        """The stripped value (the base type accepts any non-empty string)."""
-        value = raw.strip()
-        if not value:
-            raise ValueError(raw)
-        return value
-
-
-@dataclass(frozen=True)
-class IntType(ValueType):
-    """An integer with a lower bound; ``disabled`` (e.g. -1) parses to ``None``.
-
-    >>> IntType("", minimum=1, disabled=-1).parse("-1") is None
-    True
-    """
-
-    minimum: int | None = None
-    disabled: int | None = None
-
-    def parse(self, raw: str) -> int | None:
-        """The integer, or ``None`` for the disabling value."""
-        number = parse_int(raw)
-        if self.disabled is not None and number == self.disabled:
-            return None
-        if self.minimum is not None and number < self.minimum:
-            raise ValueError(raw)
-        return number
-
-
-def _int(minimum: int | None = None, disabled: int | None = None) -> IntType:
-    text = "an integer" if minimum is None else f"an integer >= {minimum}"
-    if disabled is not None:
-        text += f", or {disabled} to disable"
-    return IntType(text, minimum, disabled)
-
-
-@dataclass(frozen=True)
-class BoolType(ValueType):
-    """``true`` or ``false``."""
-
-    def parse(self, raw: str) -> bool:
-        """The boolean."""
-        return parse_bool(raw)
-
-
-@dataclass(frozen=True)
-class ChoiceType(ValueType):
-    """One of fixed values (case-insensitive), or an alias of one; parses to the canonical name.
-
-    >>> STORE_FACTORY.parse("org.apache.samza.storage.kv.RocksDbKeyValueStorageEngineFactory")
-    'rocksdb'
-    """
-
-    choices: dict[str, str] = field(default_factory=dict)
-
-    def parse(self, raw: str) -> str:
-        """The canonical value."""
-        folded = {k.lower(): v for k, v in self.choices.items()}
-        value = folded.get(raw.strip().lower())
-        if value is None:
-            raise ValueError(raw)
-        return value
-
-
-def _choice(*values: str) -> ChoiceType:
-    return ChoiceType(
-        " or ".join(values) if len(values) == 2 else "one of " + ", ".join(values), {v: v for v in values}
-    )
-
-
-@dataclass(frozen=True)
-class StreamType(ValueType):
-    """A ``system.stream`` name.
-
-    >>> StreamType("").parse(" kafka.clicks ")
-    SystemStream(system='kafka', stream='clicks')
-    """
-
-    def parse(self, raw: str) -> SystemStream:
-        """The stream."""
-        return SystemStream.parse(raw)
-
-
-@dataclass(frozen=True)
-class StreamListType(ValueType):
-    """A non-empty comma-separated list of ``system.stream`` names, without duplicates.
-
-    >>> [str(s) for s in StreamListType("").parse("kafka.a, kafka.b,kafka.a")]
-    ['kafka.a', 'kafka.b']
-    """
-
-    def parse(self, raw: str) -> tuple[SystemStream, ...]:
-        """The streams, in order."""
-        streams = [SystemStream.parse(item) for item in parse_list(raw)]
-        if not streams:
-            raise ValueError(raw)
-        return tuple(dict.fromkeys(streams))
-
-
-@dataclass(frozen=True)
-class NameListType(ValueType):
-    """A comma-separated list of dotted Python names or ``*``.
-
-    >>> NameListType("").parse("ValueError, mypkg.errors.BadRecord")
-    ('ValueError', 'mypkg.errors.BadRecord')
-    """
-
-    def parse(self, raw: str) -> tuple[str, ...]:
-        """The names."""
-        names = parse_list(raw)
-        if not names or any(n != "*" and not _DOTTED.fullmatch(n) for n in names):
-            raise ValueError(raw)
-        return tuple(names)
-
-
-@dataclass(frozen=True)
-class TaskClassType(ValueType):
-    """``module:Class`` or ``package.module.Class`` (checked for form only; importing is later)."""
-
-    def parse(self, raw: str) -> str:
-        """The spec, stripped."""
-        spec = raw.strip()
-        module, colon, attr = spec.partition(":")
-        ok = _DOTTED.fullmatch(module) and _DOTTED.fullmatch(attr) if colon else "." in spec
-        if not ok or not _DOTTED.fullmatch(spec.replace(":", ".")):
-            raise ValueError(raw)
-        return spec
-
-
-@dataclass(frozen=True)
-class BootstrapType(ValueType):
-    """``embedded`` or a comma-separated list of ``host[:port]``.
-
-    >>> BootstrapType("").parse("a:9092, b:9093")
-    'a:9092,b:9093'
-    """
-
-    def parse(self, raw: str) -> str:
-        """The servers, spaces removed."""
-        if raw.strip() == "embedded":
-            return "embedded"
-        servers = parse_list(raw)
-        if not servers or not all(
-            re.fullmatch(r"[\w.\-]+(:\d{1,5})?|\[[0-9a-fA-F:]+\]:\d{1,5}", s) for s in servers
-        ):
-            raise ValueError(raw)
-        return ",".join(servers)
-
-
-@dataclass(frozen=True)
-class NamesType(ValueType):
-    """A comma-separated list of names without dots (each becomes a key segment); may be empty.
-
-    >>> NamesType("").parse("snapshot, prom,snapshot")
-    ('snapshot', 'prom')
-    """
-
-    def parse(self, raw: str) -> tuple[str, ...]:
-        """The names, in order, without duplicates."""
-        names = parse_list(raw)
-        if any("." in n for n in names):
-            raise ValueError(raw)
-        return tuple(dict.fromkeys(names))
-
-
-@dataclass(frozen=True)
-class PortType(ValueType):
-    """A TCP port number, 0 to 65535 (0: any free port).
-
-    >>> PortType("").parse("9404")
-    9404
-    """
-
-    def parse(self, raw: str) -> int:
-        """The port."""
-        number = parse_int(raw)
-        if not 0 <= number <= 65535:
-            raise ValueError(raw)
-        return number
-
-
-@dataclass(frozen=True)
-class IgnoredType(ValueType):
-    """A Samza key that samzapy accepts and does not use (a warning is logged)."""
-
-
-_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-
-STRING = ValueType("a non-empty string")
-NAME = ValueType("a name")
-PATH = ValueType("a file path")
-BOOL = BoolType("true or false")
-STREAM = StreamType("a stream name system.stream (e.g. kafka.pageviews)")
-STREAM_LIST = StreamListType("a non-empty comma-separated list of system.stream names (e.g. kafka.a,kafka.b)")
-SERDE_REF = ValueType(
-    "a serde name: registered with serializers.registry.<serde>.class or built in "
-    "(" + ", ".join(BUILTIN_SERDES) + ")"
+from samzapy.config.app import RESERVED_PREFIXES as RESERVED_PREFIXES
+from samzapy.config.app import is_reserved as is_reserved
+from samzapy.config.model import JobConfig, ReporterSpec, StoreConfig, StreamConfig
+from samzapy.config.types import (
+    ANY,
+    BOOL,
+    BOOTSTRAP,
+    COMPRESSION,
+    DIRECTORY,
+    IGNORED,
+    NAME,
+    PATH,
+    REPORTER_CLASS,
+    SERDE_CLASS,
+    SERDE_REF,
+    STORE_FACTORY,
+    STREAM,
+    STREAM_LIST,
+    STRING,
+    SYSTEM_FACTORY,
+    IntType,
+    NameListType,
+    NamesType,
+    PortType,
+    TaskClassType,
+    ValueType,
+    choice_type,
+    int_type,
 )
-SERDE_CLASS = ChoiceType(
-    "a serde kind (string, json, integer, long, bytes, avro) or a Samza serde factory "
-    "class such as org.apache.samza.serializers.StringSerdeFactory",
-    SERDE_CLASS_ALIASES,
+
+
+class _FromModel(enum.Enum):
+    FROM_MODEL = "the model's default"
+
+
+#: A key's documented default is its field's default in :mod:`samzapy.config.model`.
+FROM_MODEL = _FromModel.FROM_MODEL
+
+#: A model class: one of the dataclasses of :mod:`samzapy.config.model`.
+Model: TypeAlias = type
+
+#: Where the keys under a pattern prefix land: the scope (which instance of which model) and
+#: the model class. The first matching prefix wins; ``serializers.`` keys build their
+#: :class:`~samzapy.config.model.SerdeSpec` by hand (schemas are checked as files).
+_SCOPES: tuple[tuple[str, str, Model | None], ...] = (
+    ("systems.<system>.streams.<stream>.", "stream", StreamConfig),
+    ("systems.<system>.", "system", JobConfig),
+    ("stores.<store>.", "store", StoreConfig),
+    ("metrics.reporter.<reporter>.", "reporter", ReporterSpec),
+    ("serializers.", "serde", None),
+    ("", "job", JobConfig),
 )
-STORE_FACTORY = ChoiceType(
-    "rocksdb, inmemory, or a Samza storage engine factory class such as "
-    "org.apache.samza.storage.kv.RocksDbKeyValueStorageEngineFactory",
-    STORE_FACTORY_ALIASES,
-)
-SYSTEM_FACTORY = ChoiceType(
-    "kafka or org.apache.samza.system.kafka.KafkaSystemFactory", SYSTEM_FACTORY_ALIASES
-)
-BOOTSTRAP = BootstrapType("'embedded' or a comma-separated list of host:port")
-REPORTER_CLASS = ChoiceType(
-    "snapshot, prometheus, log, or a Samza reporter factory class such as "
-    "org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory",
-    REPORTER_CLASS_ALIASES,
-)
-ANY = ValueType("any value")
-IGNORED = IgnoredType("any value (ignored by samzapy)")
 
 
 @dataclass(frozen=True)
 class KeySpec:
-    """One configuration key (or pattern of keys) samzapy knows.
+    """One configuration key (or pattern of keys) samzapy knows: its spec, field and default.
 
     Attributes:
-        pattern: the name, with ``<system>``, ``<stream>``, ``<store>``, ``<serde>`` parts.
-        type: what the value must be.
-        default: the default as users write it, ``None`` when there is none.
+        pattern: the name, with ``<system>``, ``<stream>``, ``<store>``, ``<serde>`` and
+            ``<reporter>`` parts.
+        type: what the value must be; its parsed value is what the field gets.
+        doc_default: how the default reads in the documentation when it is not simply the
+            field's default in the model (:data:`FROM_MODEL`), e.g. "the system's".
         meaning: one or two sentences for the documentation.
         section: the heading it is documented under.
         required: whether a job must set it.
+        field: the field of :attr:`model` the key sets (``None``: the parser handles it).
+        alias_of: the pattern of the key this one is another name for; that key wins.
     """
 
     pattern: str
     type: ValueType
-    default: str | None
+    doc_default: str | None | _FromModel
     meaning: str
     section: str
     required: bool = False
+    field: str | None = None
+    alias_of: str | None = None
 
     @property
     def passthrough(self) -> bool:
         """Whether the pattern is a namespace (``...*``) whose keys are all accepted."""
         return self.pattern.endswith("*")
+
+    @property
+    def scope(self) -> str:
+        """Which instance the key configures: ``job``, ``system``, ``stream``, ``store``,
+        ``reporter`` or ``serde``.
+
+        >>> find_spec("stores.s.factory")[0].scope, find_spec("task.commit.ms")[0].scope
+        ('store', 'job')
+        """
+        return next(scope for prefix, scope, _ in _SCOPES if self.pattern.startswith(prefix))
+
+    @property
+    def model(self) -> Model | None:
+        """The dataclass :attr:`field` belongs to."""
+        return next(model for prefix, _, model in _SCOPES if self.pattern.startswith(prefix))
+
+    @property
+    def default(self) -> str | None:
+        """The default as users would write it, ``None`` when there is none (docs, messages).
+
+        >>> find_spec("stores.s.object.cache.size")[0].default
+        '1000'
+        >>> find_spec("task.window.ms")[0].default
+        '-1'
+        """
+        if not isinstance(self.doc_default, _FromModel):
+            return self.doc_default
+        model = self.model
+        if self.required or self.field is None or model is None:
+            return None
+        return _written(model_default(model, self.field), self.type)
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -331,6 +148,35 @@ class KeySpec:
         """
         found = self.regex.fullmatch(key)
         return found.groupdict() if found else None
+
+
+def model_default(model: Model, name: str) -> Any:
+    """The default of field ``name`` of dataclass ``model`` (``None`` when it has none).
+
+    >>> model_default(StoreConfig, "write_batch_size")
+    500
+    """
+    found = next((f for f in dataclasses.fields(model) if f.name == name), None)
+    if found is None:
+        msg = f"{model.__name__} has no field '{name}'"
+        raise LookupError(msg)
+    if found.default is not dataclasses.MISSING:
+        return found.default
+    if found.default_factory is not dataclasses.MISSING:
+        return found.default_factory()
+    return None
+
+
+def _written(value: Any, type_: ValueType) -> str | None:
+    """A parsed default as a user writes it: ``None`` -> the disabling value or nothing."""
+    if value is None:
+        disabled = type_.disabled if isinstance(type_, IntType) else None
+        return None if disabled is None else str(disabled)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value in ((), ""):
+        return None
+    return str(value)
 
 
 _COMPILED: dict[str, re.Pattern[str]] = {}
@@ -353,9 +199,17 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 def _key(
-    pattern: str, type_: ValueType, default: str | None, meaning: str, section: str, required: bool = False
+    pattern: str,
+    type_: ValueType,
+    doc_default: str | None | _FromModel,
+    meaning: str,
+    section: str,
+    required: bool = False,
+    *,
+    field: str | None = None,
+    alias_of: str | None = None,
 ) -> KeySpec:
-    return KeySpec(pattern, type_, default, meaning, section, required)
+    return KeySpec(pattern, type_, doc_default, meaning, section, required, field, alias_of)
 
 
 _JOB, _TASK, _SYS, _STREAM, _SERDE, _STORE, _METRICS, _SAMZA = (
@@ -375,31 +229,49 @@ _R = "metrics.reporter.<reporter>."
 
 #: Every key samzapy reads, in documentation order.
 KEYS: tuple[KeySpec, ...] = (
-    _key("job.name", STRING, None, "The job's name; with job.id it names the checkpoint topic.", _JOB, True),
-    _key("job.id", STRING, "1", "Tells apart several deployments of one job (Samza's job.id).", _JOB),
+    _key(
+        "job.name",
+        STRING,
+        FROM_MODEL,
+        "The job's name; with job.id it names the checkpoint topic.",
+        _JOB,
+        True,
+        field="job_name",
+    ),
+    _key(
+        "job.id",
+        STRING,
+        FROM_MODEL,
+        "Tells apart several deployments of one job (Samza's job.id).",
+        _JOB,
+        field="job_id",
+    ),
     _key(
         "job.container.count",
-        _int(1),
-        "1",
+        int_type(1),
+        FROM_MODEL,
         "Number of containers the tasks are split over; start each with `samzapy run --container-id I`.",
         _JOB,
+        field="container_count",
     ),
     _key(
         "job.standbytasks.replication.factor",
-        _int(1),
-        "1",
+        int_type(1),
+        FROM_MODEL,
         "Copies of each task's stores: 1 keeps only the owner's; R > 1 also keeps R-1 warm standby copies, "
         "container I holding those of containers I-1 .. I-(R-1) (mod job.container.count), so that a "
         "failover replays only a short changelog tail. At most job.container.count.",
         _JOB,
+        field="standby_replication_factor",
     ),
     _key(
         "job.logged.store.base.dir",
-        PATH,
-        "state",
+        DIRECTORY,
+        FROM_MODEL,
         "Directory of the stores on disk: `<dir>/<store>/Partition_<N>`. A relative path is taken from "
         "the working directory.",
         _JOB,
+        field="logged_store_base_dir",
     ),
     _key(
         "job.default.system",
@@ -411,18 +283,20 @@ KEYS: tuple[KeySpec, ...] = (
     _key(
         "job.query.port",
         PortType("a port number from 0 to 65535"),
-        None,
+        FROM_MODEL,
         "Interactive queries: the HTTP port serving `/stores/...` (read-only lookups on the stores; "
         "see docs/queries.md); 0 picks a free one (logged). Unset: off. The same port as a "
         "Prometheus reporter shares its server.",
         _JOB,
+        field="query_port",
     ),
     _key(
         "job.query.host",
         STRING,
-        "0.0.0.0",
+        FROM_MODEL,
         "Interactive queries: the address the query server binds.",
         _JOB,
+        field="query_host",
     ),
     _key(
         "job.query.advertised.host",
@@ -431,102 +305,116 @@ KEYS: tuple[KeySpec, ...] = (
         "Interactive queries: the host other containers and clients reach this container at "
         "(announced in the topic `__samzapy_query_<job>_<id>`).",
         _JOB,
+        field="query_advertised_host",
     ),
     _key(
         "task.class",
         TaskClassType("a Python class, module:Class or package.module.Class"),
-        None,
+        FROM_MODEL,
         "The task class, deriving from samzapy.StreamTask. Samza Java class names are not accepted here.",
         _TASK,
         True,
+        field="task_class",
     ),
     _key(
         "task.inputs",
         STREAM_LIST,
-        None,
+        FROM_MODEL,
         "Input streams, comma-separated `system.stream`; task N reads partition N of each.",
         _TASK,
         True,
+        field="inputs",
     ),
     _key(
         "task.window.ms",
-        _int(1, disabled=-1),
-        "-1",
+        int_type(1, disabled=-1),
+        FROM_MODEL,
         "How often `WindowableTask.window` is called, in milliseconds; -1 never calls it.",
         _TASK,
+        field="window_ms",
     ),
     _key(
         "task.commit.ms",
-        _int(1),
-        "60000",
+        int_type(1),
+        FROM_MODEL,
         "How often offsets, store changelogs and checkpoints are committed, in milliseconds.",
         _TASK,
+        field="commit_ms",
     ),
     _key(
         "task.max.concurrency",
-        _int(1),
-        "1",
+        int_type(1),
+        FROM_MODEL,
         "Messages processed at once per task (async tasks); messages of one key stay ordered.",
         _TASK,
+        field="max_concurrency",
     ),
     _key(
         "task.drop.deserialization.errors",
         BOOL,
-        "false",
+        FROM_MODEL,
         "Skip (and count) messages that cannot be deserialised instead of stopping the job.",
         _TASK,
+        field="drop_deserialization_errors",
     ),
     _key(
         "task.dead.letter.stream",
         STREAM,
-        None,
+        FROM_MODEL,
         "Where bad messages go (raw, with the error in headers) instead of stopping the job.",
         _TASK,
+        field="dead_letter_stream",
     ),
     _key(
         "task.ignored.exceptions",
         NameListType("a comma-separated list of exception class names, or *"),
-        None,
+        FROM_MODEL,
         "Exceptions from `process` that do not stop the job (`*` for all): the message goes to the "
         "dead-letter stream if there is one, and is counted.",
         _TASK,
+        field="ignored_exceptions",
     ),
     _key(
         "task.callback.timeout.ms",
-        _int(1, disabled=-1),
-        "-1",
+        int_type(1, disabled=-1),
+        FROM_MODEL,
         "How long an async task may take on one message before the job fails; -1 waits forever.",
         _TASK,
+        field="callback_timeout_ms",
     ),
     _key(
         "task.retry.max.attempts",
-        _int(0),
-        "0",
+        int_type(0),
+        FROM_MODEL,
         "How many times a failed `process` call is retried before the failure counts.",
         _TASK,
+        field="retry_max_attempts",
     ),
     _key(
         "task.retry.backoff.ms",
-        _int(0),
-        "100",
+        int_type(0),
+        FROM_MODEL,
         "Pause before the first retry, in milliseconds; doubled on each further retry.",
         _TASK,
+        field="retry_backoff_ms",
     ),
     _key(
         "task.async.queue.size",
-        _int(1),
-        "1000",
+        int_type(1),
+        FROM_MODEL,
         "Messages an async task may hold (queued in its lanes, delayed or running); when it is full, "
         "fetching of the task's inputs pauses (backpressure).",
         _TASK,
+        field="async_queue_size",
     ),
     _key(
         "task.process.delay.ms",
-        _int(0, disabled=-1),
-        "-1",
+        int_type(0, disabled=-1),
+        FROM_MODEL,
         "Async tasks: process each message no earlier than its timestamp plus this many milliseconds "
         "(a delay queue, bounded by task.async.queue.size); -1 processes at once.",
         _TASK,
+        field="process_delay_ms",
     ),
     _key(
         _S + "samza.factory", SYSTEM_FACTORY, "kafka", "The system's kind; samzapy supports Kafka only.", _SYS
@@ -534,40 +422,59 @@ KEYS: tuple[KeySpec, ...] = (
     _key(
         _S + "consumer.bootstrap.servers",
         BOOTSTRAP,
-        "localhost:9092",
+        FROM_MODEL,
         "Kafka brokers to consume from; `embedded` starts the dev broker. If only one of the consumer and "
         "producer settings is given, the other takes its value.",
         _SYS,
+        field="consumer_bootstrap_servers",
     ),
     _key(
         _S + "producer.bootstrap.servers",
         BOOTSTRAP,
-        "localhost:9092",
+        FROM_MODEL,
         "Kafka brokers to produce to (outputs, changelogs, checkpoints).",
         _SYS,
+        field="producer_bootstrap_servers",
     ),
     _key(
         _S + "default.stream.replication.factor",
-        _int(1),
-        "1",
+        int_type(1),
+        FROM_MODEL,
         "Replication factor of topics samzapy creates (changelogs, checkpoints, outputs).",
         _SYS,
+        field="replication_factor",
     ),
     _key(
         _S + "default.stream.partitions",
-        _int(1),
-        None,
+        int_type(1),
+        FROM_MODEL,
         "Partition count of output topics samzapy creates; default: the input partition count.",
         _SYS,
+        field="default_partitions",
     ),
-    _key(_S + "samza.key.serde", SERDE_REF, None, "Default key serde of the system's streams.", _SYS),
-    _key(_S + "samza.msg.serde", SERDE_REF, None, "Default message serde of the system's streams.", _SYS),
+    _key(
+        _S + "samza.key.serde",
+        SERDE_REF,
+        FROM_MODEL,
+        "Default key serde of the system's streams.",
+        _SYS,
+        field="system_key_serde",
+    ),
+    _key(
+        _S + "samza.msg.serde",
+        SERDE_REF,
+        FROM_MODEL,
+        "Default message serde of the system's streams.",
+        _SYS,
+        field="system_msg_serde",
+    ),
     _key(
         _S + "samza.offset.default",
-        _choice("oldest", "upcoming"),
-        "upcoming",
+        choice_type("oldest", "upcoming"),
+        FROM_MODEL,
         "Default of `samza.offset.default` for the system's streams.",
         _SYS,
+        field="system_offset_default",
     ),
     _key(
         _S + "consumer.*",
@@ -584,38 +491,63 @@ KEYS: tuple[KeySpec, ...] = (
         "Any other kafka-python KafkaProducer setting, dots for underscores (`producer.linger.ms`).",
         _SYS,
     ),
-    _key(_T + "samza.key.serde", SERDE_REF, "the system's", "Key serde of the stream.", _STREAM),
-    _key(_T + "samza.msg.serde", SERDE_REF, "the system's", "Message serde of the stream.", _STREAM),
+    _key(
+        _T + "samza.key.serde",
+        SERDE_REF,
+        "the system's",
+        "Key serde of the stream.",
+        _STREAM,
+        field="key_serde",
+    ),
+    _key(
+        _T + "samza.msg.serde",
+        SERDE_REF,
+        "the system's",
+        "Message serde of the stream.",
+        _STREAM,
+        field="msg_serde",
+    ),
     _key(
         _T + "samza.bootstrap",
         BOOL,
-        "false",
+        FROM_MODEL,
         "Read the stream to its head before processing other inputs (tables feeding joins).",
         _STREAM,
+        field="bootstrap",
     ),
     _key(
         _T + "samza.intermediate",
         BOOL,
-        "false",
+        FROM_MODEL,
         "An input the job itself writes (a repartition or subscription topic): created when "
         "missing, with as many partitions as the job has tasks, and checked to have that many.",
         _STREAM,
+        field="intermediate",
     ),
     _key(
         _T + "samza.priority",
-        _int(),
-        "0",
+        int_type(),
+        FROM_MODEL,
         "Inputs of higher priority are read first when several have messages.",
         _STREAM,
+        field="priority",
     ),
     _key(
         _T + "samza.offset.default",
-        _choice("oldest", "upcoming"),
+        choice_type("oldest", "upcoming"),
         "the system's",
         "Where to start reading when there is no checkpoint: the oldest message or only new ones.",
         _STREAM,
+        field="offset_default",
     ),
-    _key(_T + "partitions", _int(1), None, "Partition count when samzapy creates the stream.", _STREAM),
+    _key(
+        _T + "partitions",
+        int_type(1),
+        FROM_MODEL,
+        "Partition count when samzapy creates the stream.",
+        _STREAM,
+        field="partitions",
+    ),
     _key(
         "serializers.registry.<serde>.class",
         SERDE_CLASS,
@@ -638,117 +570,165 @@ KEYS: tuple[KeySpec, ...] = (
         "Avro reader schema, for reading data written with an older writer schema.",
         _SERDE,
     ),
-    _key(_ST + "factory", STORE_FACTORY, None, "The storage engine; required for each store.", _STORE),
-    _key(_ST + "key.serde", SERDE_REF, None, "Serde of the store's keys (bytes when unset).", _STORE),
-    _key(_ST + "msg.serde", SERDE_REF, None, "Serde of the store's values (bytes when unset).", _STORE),
+    _key(
+        _ST + "factory",
+        STORE_FACTORY,
+        None,
+        "The storage engine; required for each store.",
+        _STORE,
+        field="engine",
+    ),
+    _key(
+        _ST + "key.serde",
+        SERDE_REF,
+        FROM_MODEL,
+        "Serde of the store's keys (bytes when unset).",
+        _STORE,
+        field="key_serde",
+    ),
+    _key(
+        _ST + "msg.serde",
+        SERDE_REF,
+        FROM_MODEL,
+        "Serde of the store's values (bytes when unset).",
+        _STORE,
+        field="msg_serde",
+    ),
     _key(
         _ST + "changelog",
         ValueType("a stream name system.stream (or stream, on the default system)"),
-        None,
+        FROM_MODEL,
         "Changelog topic, one partition per task; without it the store is not restored after a move.",
         _STORE,
+        field="changelog",
     ),
     _key(
         _ST + "object.cache.size",
-        _int(0),
-        "1000",
+        int_type(0),
+        FROM_MODEL,
         "Deserialised objects kept in the store's LRU cache; 0 disables it.",
         _STORE,
+        field="object_cache_size",
     ),
     _key(
         _ST + "write.batch.size",
-        _int(1),
-        "500",
+        int_type(1),
+        FROM_MODEL,
         "Dirty cache entries written to the store (and changelog) in one batch.",
         _STORE,
+        field="write_batch_size",
     ),
     _key(
         _ST + "changelog.coalesce",
         BOOL,
-        "true",
+        FROM_MODEL,
         "Send the changelog once per commit: the last value of each key changed since the last "
         "commit (Kafka Streams' and Quix's way); false sends every change as it happens. Fewer "
         "records; same state after restore. See docs/performance.md.",
         _STORE,
+        field="changelog_coalesce",
     ),
     _key(
         _ST + "flush.at.head",
         BOOL,
-        "false",
+        FROM_MODEL,
         "While the input is caught up, flush the store (dirty cache entries, coalesced changelog "
         "changes) after every poll instead of only at the commit, during which input waits. "
         "Lower tail latency, more store writes and changelog records at the head; while the job "
         "is behind it batches and coalesces as before. Same state after restore.",
         _STORE,
+        field="flush_at_head",
     ),
     _key(
         _ST + "local.checkpoint.ms",
-        _int(0),
-        "0",
+        int_type(0),
+        FROM_MODEL,
         "Take the store's local checkpoint (RocksDB hard links, where a restore starts) at most "
         "this often, and always at the final commit; 0: at every commit. Larger values make "
         "commits cheaper (the stores' checkpoints are spread over commits, a few per commit); a "
         "restore after a crash then replays up to that much more changelog.",
         _STORE,
+        field="local_checkpoint_ms",
     ),
     _key(
         _ST + "container.cache.size.bytes",
-        _int(0),
-        "104857600",
+        int_type(0),
+        FROM_MODEL,
         "RocksDB block cache of the store, per container: one cache shared by the store's "
         "instances (one per task), holding its index and filter blocks too.",
         _STORE,
+        field="cache_size_bytes",
     ),
     _key(
         _ST + "container.write.buffer.size.bytes",
-        _int(1),
-        "33554432",
+        int_type(1),
+        FROM_MODEL,
         "RocksDB memtable budget of the store, per container (shared by its instances: the one "
         "being written is flushed when their total passes it), and each instance's largest memtable.",
         _STORE,
+        field="write_buffer_size_bytes",
     ),
     _key(
         _ST + "rocksdb.compression",
-        _choice(*ROCKSDB_COMPRESSIONS),
-        "lz4",
+        COMPRESSION,
+        FROM_MODEL,
         "RocksDB block compression.",
         _STORE,
+        field="compression",
     ),
-    _key(_ST + "rocksdb.block.size.bytes", _int(1), "4096", "RocksDB block size.", _STORE),
-    _key(_ST + "rocksdb.ttl.ms", _int(1), None, "Entries older than this may be dropped by RocksDB.", _STORE),
+    _key(
+        _ST + "rocksdb.block.size.bytes",
+        int_type(1),
+        FROM_MODEL,
+        "RocksDB block size.",
+        _STORE,
+        field="block_size_bytes",
+    ),
+    _key(
+        _ST + "rocksdb.ttl.ms",
+        int_type(1),
+        FROM_MODEL,
+        "Entries older than this may be dropped by RocksDB.",
+        _STORE,
+        field="ttl_ms",
+    ),
     _key(
         _ST + "restore.engine",
-        _choice("sequential", "spark"),
-        "sequential",
+        choice_type("sequential", "spark"),
+        FROM_MODEL,
         "How the store is rebuilt from its changelog: in the container, or by Spark for large backlogs.",
         _STORE,
+        field="restore_engine",
     ),
     _key(
         _ST + "side.inputs",
         STREAM_LIST,
-        None,
+        FROM_MODEL,
         "Side inputs: topics that fill this store directly (the topic is its changelog; no "
         "`changelog` of its own). Read-only for tasks; read to the end before any message is "
         "processed, then kept up to date. See docs/side-inputs.md.",
         _STORE,
+        field="side_inputs",
     ),
     _key(
         _ST + "side.inputs.processor.factory",
         TaskClassType("module:Callable or package.module.Callable"),
-        None,
+        FROM_MODEL,
         "Turns each side-input record into store writes: a function `(envelope, store) -> "
         "[(key, value), ...]`, or a class whose instances have such a `process` method. Unset: "
         "the record's key and value bytes are stored as they are.",
         _STORE,
+        field="side_inputs_processor",
     ),
     _key(
         _ST + "side.inputs.scope",
-        _choice("partition", "global"),
-        "partition",
+        choice_type("partition", "global"),
+        FROM_MODEL,
         "`partition`: task N's store holds partition N of each side input (Samza's side inputs); "
         "`global`: one store per container holds every partition and all its tasks read it "
         "(Kafka Streams' GlobalKTable).",
         _STORE,
+        field="side_inputs_scope",
     ),
     _key(
         "metrics.reporters",
@@ -764,31 +744,50 @@ KEYS: tuple[KeySpec, ...] = (
         "The reporter's kind: a periodic JSON snapshot to a stream, a Prometheus endpoint with "
         "`/health`, or a log line. Samza's JMX reporter is accepted and skipped with a warning.",
         _METRICS,
+        field="kind",
     ),
     _key(
         _R + "stream",
         STREAM,
-        None,
+        FROM_MODEL,
         "Snapshot reporter: the stream its JSON snapshots go to (e.g. kafka.metrics); required.",
         _METRICS,
+        field="stream",
     ),
     _key(
         _R + "interval.seconds",
-        _int(1),
-        "60",
+        int_type(1),
+        FROM_MODEL,
         "Snapshot and log reporters: seconds between two reports (one more is sent at stop).",
         _METRICS,
+        field="interval_s",
     ),
-    _key(_R + "interval", _int(1), "60", "Samza's name for `interval.seconds`.", _METRICS),
+    _key(
+        _R + "interval",
+        int_type(1),
+        FROM_MODEL,
+        "Samza's name for `interval.seconds`.",
+        _METRICS,
+        field="interval_s",
+        alias_of=_R + "interval.seconds",
+    ),
     _key(
         _R + "port",
         PortType("a port number from 0 to 65535"),
-        "9404",
+        FROM_MODEL,
         "Prometheus reporter: the HTTP port serving `/metrics` and `/health`; 0 picks a free one "
         "(logged). Give each container on one host its own.",
         _METRICS,
+        field="port",
     ),
-    _key(_R + "host", STRING, "0.0.0.0", "Prometheus reporter: the address the HTTP server binds.", _METRICS),
+    _key(
+        _R + "host",
+        STRING,
+        FROM_MODEL,
+        "Prometheus reporter: the address the HTTP server binds.",
+        _METRICS,
+        field="host",
+    ),
     _key(
         "metrics.*",
         ANY,
@@ -811,15 +810,6 @@ KEYS: tuple[KeySpec, ...] = (
         )
     ),
 )
-
-
-def is_reserved(key: str) -> bool:
-    """Whether ``key`` lies in a namespace owned by samzapy (else it is an application key).
-
-    >>> is_reserved("stores.s.factory"), is_reserved("app.threshold")
-    (True, False)
-    """
-    return key.startswith(RESERVED_PREFIXES)
 
 
 def find_spec(key: str) -> tuple[KeySpec, dict[str, str]] | None:

@@ -2,14 +2,25 @@
 
 ``samzapy.config.job.parse_job_config`` builds these from the raw properties; everything
 else in samzapy reads configuration through them, never through raw keys.
+
+The defaults written here are the only ones: the key catalogue (:mod:`samzapy.config.keys`)
+names, for each key, the field it sets, and documents that field's default.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeAlias
 
+from samzapy.config.app import AppConfig
+from samzapy.errors import ConfigError
 from samzapy.streams import SystemStream
+from samzapy.task import IncomingMessageEnvelope, StreamTask
+
+#: A side-input processor: ``(envelope, store) -> [(key, value), ...]`` (docs/side-inputs.md).
+Processor: TypeAlias = Callable[[IncomingMessageEnvelope, Any], Iterable[tuple[Any, Any]]]
 
 #: Canonical serde kinds; Samza's factory class names map onto these.
 SERDE_KINDS = ("string", "json", "integer", "long", "bytes", "avro")
@@ -65,6 +76,9 @@ class StoreConfig:
     side_inputs: tuple[SystemStream, ...] = ()  # topics that fill the store (docs/side-inputs.md)
     side_inputs_processor: str | None = None  # module:Callable; None: key and value bytes as they are
     side_inputs_scope: str = "partition"  # "partition" | "global"
+    #: the processor ``side_inputs_processor`` names, imported by
+    #: ``parse_job_config(..., check_task_class=True)``
+    imported_processor: Processor | None = field(default=None, compare=False, repr=False)
 
     @property
     def logged(self) -> bool:
@@ -75,6 +89,40 @@ class StoreConfig:
     def has_side_inputs(self) -> bool:
         """Whether the store is filled from side-input topics (read-only for tasks)."""
         return bool(self.side_inputs)
+
+    @property
+    def processor(self) -> Processor | None:
+        """The side-input processor (``None``: records are stored as they are).
+
+        Raises:
+            ConfigError: a processor is configured but the configuration was parsed without
+                importing user code.
+        """
+        if self.side_inputs_processor and self.imported_processor is None:
+            key = f"stores.{self.name}.side.inputs.processor.factory"
+            raise _not_imported(key, self.side_inputs_processor)
+        return self.imported_processor
+
+
+@dataclass(frozen=True)
+class ReporterSpec:
+    """One configured metrics reporter: ``metrics.reporter.<name>.*``, resolved.
+
+    Attributes:
+        name: the name in ``metrics.reporters``.
+        kind: ``snapshot``, ``prometheus`` or ``log``.
+        stream: where a snapshot reporter sends its snapshots.
+        interval_s: seconds between two reports (snapshot, log).
+        host: the address a prometheus reporter's HTTP server binds.
+        port: its port (0: any free port).
+    """
+
+    name: str
+    kind: str
+    stream: SystemStream | None = None
+    interval_s: int = 60
+    host: str = "0.0.0.0"
+    port: int = 9404
 
 
 @dataclass(frozen=True)
@@ -118,6 +166,21 @@ class JobConfig:
     query_port: int | None = None  # interactive queries (samzapy/query): None: off, 0: any free port
     query_host: str = "0.0.0.0"
     query_advertised_host: str | None = None  # None: query_host, or the host name for 0.0.0.0
+    reporters: tuple[ReporterSpec, ...] = ()  # metrics.reporters, in order (JMX ones left out)
+    app_config: AppConfig = field(default_factory=AppConfig)  # what tasks see as context.config
+    #: the class ``task_class`` names, imported by ``parse_job_config(..., check_task_class=True)``
+    imported_task_class: type[StreamTask] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def task_type(self) -> type[StreamTask]:
+        """The task class (``task.class``), imported once when the configuration was parsed.
+
+        Raises:
+            ConfigError: the configuration was parsed without importing user code.
+        """
+        if self.imported_task_class is None:
+            raise _not_imported("task.class", self.task_class)
+        return self.imported_task_class
 
     @property
     def checkpoint_topic(self) -> str:
@@ -139,3 +202,11 @@ class JobConfig:
             offset_default=configured.offset_default or self.system_offset_default,
             partitions=configured.partitions,
         )
+
+
+def _not_imported(key: str, spec: str) -> ConfigError:
+    msg = (
+        f"'{key}' = '{spec}' was not imported: parse the configuration with "
+        "parse_job_config(config, check_task_class=True), which imports and checks user code once"
+    )
+    return ConfigError(msg)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,6 +32,7 @@ OVERRIDE_SOURCE = "--config"
 DICT_SOURCE = "<dict>"
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -206,11 +207,65 @@ def read_properties(path: str | Path) -> list[Property]:
 _REQUIRED: Any = object()
 
 
-class Config(Mapping[str, str]):
+class TypedGetters:
+    """Typed reads of string values that remember where they were set.
+
+    A subclass provides :meth:`entry_or_none` and :attr:`source`; a bad value is reported as
+    a :class:`ConfigError` naming the key, the value, its ``path:line`` and what was expected.
+    """
+
+    __slots__ = ()
+
+    @property
+    def source(self) -> str:
+        """The file the values were loaded from, for messages."""
+        raise NotImplementedError
+
+    def entry_or_none(self, key: str) -> Property | None:
+        """The :class:`Property` of ``key``, ``None`` when it is not set."""
+        raise NotImplementedError
+
+    def _typed(self, key: str, default: T, parse: Callable[[str], V], expected: str) -> V | T:
+        prop = self.entry_or_none(key)
+        if prop is None:
+            if default is _REQUIRED:
+                msg = f"'{key}' is required ({self.source}): must be {expected}"
+                raise config_error(self.source, [msg])
+            return default
+        try:
+            return parse(prop.value)
+        except ValueError:
+            msg = f"Invalid value '{prop.value}' for '{key}' ({prop.location}): must be {expected}"
+            raise config_error(self.source, [msg]) from None
+
+    def get_str(self, key: str, default: T = _REQUIRED) -> str | T:
+        """The value of ``key``; ``default`` when unset (required when no default is given)."""
+        return self._typed(key, default, str, "a string")
+
+    def get_int(self, key: str, default: T = _REQUIRED) -> int | T:
+        """The value of ``key`` as an integer; ``default`` when unset (required without one)."""
+        return self._typed(key, default, parse_int, "an integer")
+
+    def get_float(self, key: str, default: T = _REQUIRED) -> float | T:
+        """The value of ``key`` as a number; ``default`` when unset (required without one)."""
+        return self._typed(key, default, parse_float, "a number")
+
+    def get_bool(self, key: str, default: T = _REQUIRED) -> bool | T:
+        """The value of ``key`` as ``true``/``false`` (any case); ``default`` when unset."""
+        return self._typed(key, default, parse_bool, "true or false")
+
+    def get_list(self, key: str, default: T = _REQUIRED) -> list[str] | T:
+        """The value of ``key`` as a comma-separated list (items stripped, empty items dropped)."""
+        return self._typed(key, default, parse_list, "a comma-separated list")
+
+
+class Config(TypedGetters, Mapping[str, str]):
     """A job's raw configuration: an immutable ``Mapping[str, str]`` that knows where keys came from.
 
-    Application keys (outside samzapy's reserved prefixes) are read with the typed getters,
-    which name the key, its value, its place and what was expected when a value is bad.
+    It is what :func:`load_config` reads and :func:`samzapy.config.parse_job_config` checks;
+    the runtime works from the resulting :class:`~samzapy.config.JobConfig`, and tasks see
+    their application keys through its :class:`~samzapy.config.AppConfig`. The typed getters
+    name the key, its value, its place and what was expected when a value is bad.
 
     Example:
         >>> config = Config.from_dict({"app.threshold": "10", "app.enabled": "true"})
@@ -279,10 +334,23 @@ class Config(Mapping[str, str]):
         """The :class:`Property` of ``key`` (raises ``KeyError`` when absent)."""
         return self._entries[key]
 
+    def entry_or_none(self, key: str) -> Property | None:
+        """The :class:`Property` of ``key``, ``None`` when it is not set."""
+        return self._entries.get(key)
+
+    def entries(self) -> Iterator[Property]:
+        """Every entry, in the order of the file (overrides last)."""
+        return iter(self._entries.values())
+
     def location(self, key: str) -> str:
         """Where ``key`` was set: ``path:line``, ``--config`` or ``<dict>``; the source when unset."""
         prop = self._entries.get(key)
         return prop.location if prop is not None else self.source
+
+    def line(self, key: str | None) -> int:
+        """The line ``key`` was set on; 0 when unset or not from a file (to sort problems)."""
+        prop = self._entries.get(key) if key is not None else None
+        return prop.line if prop is not None else 0
 
     def resolve_path(self, value: str) -> Path:
         """``value`` as a path, relative ones taken from the config file's directory."""
@@ -299,39 +367,6 @@ class Config(Mapping[str, str]):
         """
         return {k[len(prefix) :]: p.value for k, p in self._entries.items() if k.startswith(prefix)}
 
-    def _typed(self, key: str, default: Any, parse: Any, expected: str) -> Any:
-        prop = self._entries.get(key)
-        if prop is None:
-            if default is _REQUIRED:
-                msg = f"'{key}' is required ({self.source}): must be {expected}"
-                raise config_error(self.source, [msg])
-            return default
-        try:
-            return parse(prop.value)
-        except ValueError:
-            msg = f"Invalid value '{prop.value}' for '{key}' ({prop.location}): must be {expected}"
-            raise config_error(self.source, [msg]) from None
-
-    def get_str(self, key: str, default: T = _REQUIRED) -> str | T:
-        """The value of ``key``; ``default`` when unset (required when no default is given)."""
-        return self._typed(key, default, str, "a string")
-
-    def get_int(self, key: str, default: T = _REQUIRED) -> int | T:
-        """The value of ``key`` as an integer; ``default`` when unset (required without one)."""
-        return self._typed(key, default, parse_int, "an integer")
-
-    def get_float(self, key: str, default: T = _REQUIRED) -> float | T:
-        """The value of ``key`` as a number; ``default`` when unset (required without one)."""
-        return self._typed(key, default, lambda v: float(v.strip()), "a number")
-
-    def get_bool(self, key: str, default: T = _REQUIRED) -> bool | T:
-        """The value of ``key`` as ``true``/``false`` (any case); ``default`` when unset."""
-        return self._typed(key, default, parse_bool, "true or false")
-
-    def get_list(self, key: str, default: T = _REQUIRED) -> list[str] | T:
-        """The value of ``key`` as a comma-separated list (items stripped, empty items dropped)."""
-        return self._typed(key, default, parse_list, "a comma-separated list")
-
 
 def parse_int(text: str) -> int:
     """An integer written in decimal, surrounding whitespace allowed.
@@ -347,6 +382,15 @@ def parse_int(text: str) -> int:
         msg = f"not an integer: {text!r}"
         raise ValueError(msg)
     return int(text)
+
+
+def parse_float(text: str) -> float:
+    """A number, surrounding whitespace allowed.
+
+    >>> parse_float(" 2.5 ")
+    2.5
+    """
+    return float(text.strip())
 
 
 def parse_bool(text: str) -> bool:

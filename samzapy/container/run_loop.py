@@ -28,7 +28,7 @@ from typing import Any
 from kafka import TopicPartition
 
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
-from samzapy.config import Config, JobConfig, resolve_task_class
+from samzapy.config import JobConfig
 from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
 from samzapy.container.collector import OutputStreams, TaskCollector
@@ -83,7 +83,6 @@ class Container:
 
     def __init__(
         self,
-        config: Config,
         job: JobConfig,
         *,
         container_id: int = 0,
@@ -95,7 +94,6 @@ class Container:
                 f"--container-id {container_id} is out of range: job.container.count is {job.container_count}"
             )
             raise SamzapyError(msg)
-        self.config = config
         self.job = job
         self.container_id = container_id
         self.exit_at_end = exit_at_end
@@ -121,7 +119,7 @@ class Container:
             {s.name: s.local_checkpoint_ms for s in job.stores.values()}, job.commit_ms
         )
         self.status = ContainerStatus()  # for /health
-        self.reporters = Reporters.from_config(config, job, self.registry, self.status, container_id)
+        self.reporters = Reporters.from_job(job, self.registry, self.status, container_id)
 
     # ----------------------------------------------------------------- lifecycle
     def run(self) -> int:
@@ -221,7 +219,7 @@ class Container:
         serdes = SerdeResolver(job)
         outputs = OutputStreams(serdes, lambda stream: self._ensure_output(stream, task_count))
         policy = ErrorPolicy(job, self._producer)
-        task_class = resolve_task_class(job.task_class, self.config.location("task.class"))
+        task_class = job.task_type  # imported once, when the configuration was parsed
         self._log_start(mine, input_counts, checkpoints)
         adopt_standby_checkpoints(job, mine)  # a failover restores from the standby's checkpoints
         if any(s.restore_engine == "spark" for s in job.stores.values()):
@@ -229,7 +227,7 @@ class Container:
 
             restore_for_container(job, mine, checkpoints)
         self._side_inputs = SideInputs.build(
-            job, self.config, mine, consumer_servers, serdes, self.registry, self.container_id
+            job, mine, consumer_servers, serdes, self.registry, self.container_id
         )
         self._side_inputs.catch_up()  # side-input stores are full before any init() or message
         for partition in mine:
@@ -359,7 +357,7 @@ class Container:
             policy,
             task_metrics,
         )
-        instance.init(StoreContext(name, partition, self.config, stores, task_metrics))
+        instance.init(StoreContext(name, partition, self.job, stores, task_metrics))
         return instance
 
     def _build_inputs(

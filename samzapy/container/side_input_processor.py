@@ -3,7 +3,8 @@
 
 ``stores.S.side.inputs.processor.factory=module:Name`` names either a function
 ``process(envelope, store) -> iterable of (key, value)`` or a class whose instances (built
-without arguments) have such a ``process`` method. The envelope is deserialised with the
+without arguments) have such a ``process`` method; the configuration layer imports it
+(:func:`samzapy.config.user_code.resolve_processor`). The envelope is deserialised with the
 side-input stream's serdes; the returned keys and values are written with the store's
 serdes; a ``None`` value deletes the key. ``store`` is read-only and, for ``get`` and
 ``get_all``, already shows the writes of earlier records of the same batch.
@@ -14,57 +15,16 @@ must then be in the store's key and value formats (as a changelog is).
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from kafka.consumer.fetcher import ConsumerRecord
 
+from samzapy.config.model import Processor
 from samzapy.container.envelopes import envelope_of
-from samzapy.errors import ConfigError, TaskError
+from samzapy.errors import TaskError
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import IncomingMessageEnvelope
-
-Processor = Callable[[IncomingMessageEnvelope, Any], Iterable[tuple[Any, Any]]]
-
-
-def resolve_processor(spec: str, key: str, location: str) -> Processor:
-    """The processor named by ``spec`` (``module:Name`` or ``package.module.Name``).
-
-    Raises:
-        ConfigError: the module is missing or raised while importing, it has no such
-            attribute, or the attribute is neither a function nor a class with ``process``.
-    """
-    where = f"'{key}' = '{spec}' ({location})"
-    module_name, colon, attr = spec.partition(":")
-    if not colon:
-        module_name, _, attr = spec.rpartition(".")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            msg = f"{where}: module '{module_name}' not found: install its package or put it on PYTHONPATH"
-            raise ConfigError(msg) from None
-        msg = f"{where}: importing module '{module_name}' raised {type(exc).__name__}: {exc}"
-        raise ConfigError(msg) from exc
-    except Exception as exc:  # noqa: BLE001 - user code may raise anything while importing
-        msg = f"{where}: importing module '{module_name}' raised {type(exc).__name__}: {exc}"
-        raise ConfigError(msg) from exc
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            msg = f"{where}: module '{module_name}' has no attribute '{attr}'"
-            raise ConfigError(msg)
-        obj = getattr(obj, part)
-    if isinstance(obj, type):
-        if not callable(getattr(obj, "process", None)):
-            msg = f"{where}: class '{attr}' has no method process(envelope, store)"
-            raise ConfigError(msg)
-        return obj().process
-    if not callable(obj):
-        msg = f"{where}: '{attr}' is a {type(obj).__name__}, not a function or a class"
-        raise ConfigError(msg)
-    return obj
 
 
 class PendingView:

@@ -35,7 +35,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import OffsetOutOfRangeError
 
 from samzapy.config.model import JobConfig, StoreConfig
-from samzapy.container.side_input_processor import RecordWriter, resolve_processor
+from samzapy.container.side_input_processor import RecordWriter
 from samzapy.crashpoints import crash_point
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka.reading import read_partition, reader_consumer
@@ -119,7 +119,6 @@ class SideInputs:
     def build(
         cls,
         job: JobConfig,
-        config: Any,
         partitions: list[int],
         servers: str,
         serdes: SerdeResolver,
@@ -131,7 +130,8 @@ class SideInputs:
 
         Raises:
             KafkaSystemError: a side-input topic does not exist.
-            ConfigError: a processor cannot be resolved.
+            ConfigError: a processor is configured but ``job`` was parsed without importing
+                user code (``parse_job_config(..., check_task_class=True)`` imports it).
         """
         if not any(s.has_side_inputs for s in job.stores.values()):
             return cls(None, [], {})
@@ -143,12 +143,7 @@ class SideInputs:
         try:
             for store_config in (s for s in job.stores.values() if s.has_side_inputs):
                 counts = _partition_counts(consumer, store_config)
-                key = f"stores.{store_config.name}.side.inputs.processor.factory"
-                processor = (
-                    resolve_processor(store_config.side_inputs_processor, key, config.location(key))
-                    if store_config.side_inputs_processor
-                    else None
-                )
+                processor = store_config.processor  # imported when the configuration was parsed
                 for instance in _instances(job, store_config, counts, partitions, container_id):
                     target = _target(instance, store_config, processor, serdes, registry)
                     targets.append(target)

@@ -31,7 +31,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from samzapy.errors import TaskError
 from samzapy.operators.keys import MAX_MS, MIN_MS, decode_u64, encode_u64
 from samzapy.operators.watermark import Watermark
 from samzapy.stores.base import KeyValueStore
+from samzapy.streams import SystemStream
 from samzapy.task import IncomingMessageEnvelope
 
 CONTROL_HEADER = "samzapy.control"
@@ -267,6 +268,6 @@ class StoredCounter:
         self._store.put(self._key, encode_u64(self.value + n))
 
 
-def input_streams(config: Any) -> list[str]:
-    """The stream names (without system) of ``task.inputs``."""
-    return [item.partition(".")[2] for item in config.get_list("task.inputs")]
+def input_streams(inputs: Iterable[SystemStream]) -> list[str]:
+    """The stream names (without system) of ``inputs`` (a task's ``context.inputs``)."""
+    return [stream.stream for stream in inputs]

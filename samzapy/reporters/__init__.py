@@ -17,10 +17,9 @@ import logging
 import time
 from typing import Any
 
-from samzapy.config import Config, JobConfig
+from samzapy.config import JobConfig, ReporterSpec
 from samzapy.health import ContainerStatus
 from samzapy.metrics import MetricsRegistry
-from samzapy.reporters.config import ReporterSpec, reporter_specs
 from samzapy.reporters.container_metrics import register_container_gauges
 from samzapy.reporters.periodic import LogReporter, ReportSource, SnapshotReporter, snapshot_message
 from samzapy.reporters.prometheus import MetricsHttpServer, RegistryCollector
@@ -36,7 +35,6 @@ __all__ = [
     "Reporters",
     "SnapshotReporter",
     "register_container_gauges",
-    "reporter_specs",
     "snapshot_message",
 ]
 
@@ -49,9 +47,10 @@ def container_name(container_id: int) -> str:
 class Reporters:
     """The reporters of one container.
 
-    Built from the configuration when the container is built (config problems are raised
-    before anything connects); :meth:`start` binds the HTTP ports first, so that ``/health``
-    answers while the stores restore, then connects the snapshot reporters.
+    Built from the job's validated reporter specs (``JobConfig.reporters``: their problems
+    were reported with the rest of the configuration); :meth:`start` binds the HTTP ports
+    first, so that ``/health`` answers while the stores restore, then connects the snapshot
+    reporters.
     """
 
     def __init__(
@@ -70,19 +69,18 @@ class Reporters:
         self.running: list[Any] = []
 
     @classmethod
-    def from_config(
+    def from_job(
         cls,
-        config: Config,
         job: JobConfig,
         registry: MetricsRegistry,
         status: ContainerStatus,
         container_id: int = 0,
     ) -> Reporters:
-        """The reporters ``config`` asks for (raises ``ConfigError`` listing every problem)."""
+        """The reporters the job's ``metrics.reporters`` lists, not started."""
         source = ReportSource(
             job.job_name, job.job_id, container_name(container_id), reset_time_ms=int(time.time() * 1000)
         )
-        return cls(reporter_specs(config, job), registry, status, source, job.replication_factor)
+        return cls(list(job.reporters), registry, status, source, job.replication_factor)
 
     def start(self, bootstrap_servers: str) -> None:
         """Start every reporter: HTTP servers first, then the periodic ones."""

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from samzapy.config.model import ReporterSpec
 from samzapy.metrics import MetricsRegistry
-from samzapy.reporters.config import ReporterSpec
 
 log = logging.getLogger(__name__)
 

@@ -34,10 +34,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from samzapy.config.model import ReporterSpec
 from samzapy.health import ContainerStatus
 from samzapy.http_server import BackgroundHttpServer, Route, send
 from samzapy.metrics import MetricsRegistry
-from samzapy.reporters.config import ReporterSpec
 from samzapy.reporters.periodic import ReportSource, registry_snapshot
 from samzapy.streams import SystemStreamPartition
 

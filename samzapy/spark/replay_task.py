@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from samzapy.config import Config, parse_job_config, resolve_task_class
+from samzapy.config import Config, parse_job_config
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def run_partition(plans: Iterator[TaskPlan], settings: ReplaySettings) -> Iterat
 def run_replay_task(plan: TaskPlan, settings: ReplaySettings) -> dict[str, Any]:
     """Run one task over its ranges; a dict the driver turns into stores and a checkpoint."""
     started = time.perf_counter()
-    job = parse_job_config(settings.config)
+    job = parse_job_config(settings.config, check_task_class=True)  # imports task.class, once
     work = Path(tempfile.mkdtemp(prefix=f"samzapy-replay-{plan.partition}-"))
     sink = _sink(settings, plan.partition, job)
     admin: list[Any] = []
@@ -166,7 +166,6 @@ def _side_inputs(plan: TaskPlan, settings: ReplaySettings, job: Any, work: Path)
 
     side_inputs = SideInputs.build(
         replace(job, logged_store_base_dir=work),
-        settings.config,
         [plan.partition],
         settings.consumer_servers,
         SerdeResolver(job),
@@ -235,7 +234,7 @@ def _build_instance(
     instance = TaskInstance(
         name,
         plan.partition,
-        resolve_task_class(job.task_class, settings.config.location("task.class"))(),
+        job.task_type(),
         stores,
         TaskCollector(name, sink, OutputStreams(serdes, output_partitions)),
         {ssp: serdes.for_stream(ssp.system_stream) for ssp in ssps},
@@ -243,7 +242,7 @@ def _build_instance(
         metrics,
     )
     instance.offsets.update({ssp: r.start for ssp, r in ssps.items()})
-    instance.init(StoreContext(name, plan.partition, settings.config, stores, metrics))
+    instance.init(StoreContext(name, plan.partition, job, stores, metrics))
     return instance
 
 

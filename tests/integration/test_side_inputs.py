@@ -223,7 +223,7 @@ def test_stored_offsets_are_trusted_only_when_they_fit_the_topic(
     job = parse_job_config(config)
 
     def catch_up() -> tuple[int, list]:
-        side = SideInputs.build(job, config, [0], broker, SerdeResolver(job), MetricsRegistry())
+        side = SideInputs.build(job, [0], broker, SerdeResolver(job), MetricsRegistry())
         try:
             side.catch_up()
             with side.store("z", 0).all() as entries:

@@ -13,6 +13,7 @@ from samzapy.config import (
     Config,
     ConfigError,
     JobConfig,
+    ReporterSpec,
     StoreConfig,
     StreamConfig,
     load_config,
@@ -478,38 +479,74 @@ def test_check_task_class_reports_import_problems_with_the_rest(write) -> None:
 # --- the catalogue -----------------------------------------------------------------------
 
 
-def test_catalogue_defaults_match_the_model_defaults(write) -> None:
-    job = parse(write(BASE + "stores.s.factory=rocksdb\n"))
-    defaults = {
-        "job.id": job.job_id,
-        "job.container.count": job.container_count,
-        "task.commit.ms": job.commit_ms,
-        "task.max.concurrency": job.max_concurrency,
-        "task.retry.max.attempts": job.retry_max_attempts,
-        "task.retry.backoff.ms": job.retry_backoff_ms,
-        "systems.<system>.default.stream.replication.factor": job.replication_factor,
-        "systems.<system>.consumer.bootstrap.servers": job.consumer_bootstrap_servers,
-        "job.logged.store.base.dir": job.logged_store_base_dir,
+def test_each_catalogue_field_belongs_to_its_model_and_is_set_by_one_key() -> None:
+    """A key's spec, field and default are written once: the catalogue names the field, the
+    model holds the default, and no two keys (aliases aside) set the same field."""
+    setters: dict[tuple[str, str], list[str]] = {}
+    for spec in KEYS:
+        if spec.field is None:
+            continue
+        assert spec.field in {f.name for f in dataclasses.fields(spec.model)}, spec.pattern
+        if spec.alias_of is None:
+            setters.setdefault((spec.model.__name__, spec.scope + "." + spec.field), []).append(spec.pattern)
+        else:
+            assert find_spec(spec.alias_of.replace("<reporter>", "r"))[0].field == spec.field
+    assert {k: v for k, v in setters.items() if len(v) > 1} == {}
+
+
+def test_every_model_field_is_set_by_a_key_or_by_the_parser() -> None:
+    by_model: dict[str, set[str]] = {}
+    for spec in KEYS:
+        if spec.field is not None:
+            by_model.setdefault(spec.model.__name__, set()).add(spec.field)
+    parser_set = {
+        "JobConfig": {
+            "default_system",  # job.default.system, or the one system the keys name
+            "streams",
+            "serializers",
+            "stores",
+            "consumer_overrides",
+            "producer_overrides",
+            "reporters",
+            "app_config",
+            "imported_task_class",
+        },
+        "StoreConfig": {"name", "imported_processor"},
+        "StreamConfig": {"system_stream"},
+        "ReporterSpec": {"name"},
     }
-    store = job.stores["s"]
-    for field in dataclasses.fields(StoreConfig):
-        pattern = {
-            "object_cache_size": "object.cache.size",
-            "write_batch_size": "write.batch.size",
-            "cache_size_bytes": "container.cache.size.bytes",
-            "write_buffer_size_bytes": "container.write.buffer.size.bytes",
-            "compression": "rocksdb.compression",
-            "block_size_bytes": "rocksdb.block.size.bytes",
-            "restore_engine": "restore.engine",
-        }.get(field.name)
-        if pattern:
-            defaults["stores.<store>." + pattern] = getattr(store, field.name)
-    specs = {s.pattern: s for s in KEYS}
-    for pattern, model_value in defaults.items():
-        spec = specs[pattern]
-        parsed = spec.type.parse(spec.default)
-        assert (Path(parsed) if isinstance(model_value, Path) else parsed) == model_value, pattern
-    assert specs["task.window.ms"].type.parse(specs["task.window.ms"].default) is job.window_ms is None
+    for model in (JobConfig, StoreConfig, StreamConfig, ReporterSpec):
+        fields = {f.name for f in dataclasses.fields(model)}
+        assert fields == by_model[model.__name__] | parser_set[model.__name__], model.__name__
+
+
+def test_a_key_left_out_gets_the_model_default(write) -> None:
+    job = parse(write(BASE + "stores.s.factory=rocksdb\nsystems.kafka.streams.x.samza.priority=1\n"))
+    assert job == JobConfig(
+        job_name="counter",
+        task_class="samzapy.task:StreamTask",
+        inputs=(SystemStream("kafka", "pageviews"),),
+        serializers=job.serializers,
+        stores={"s": StoreConfig("s")},
+        streams={SystemStream("kafka", "x"): StreamConfig(SystemStream("kafka", "x"), priority=1)},
+    )
+
+
+def _documented_defaults() -> dict[str, str | None]:
+    """The default column of every key table in docs/configuration.md."""
+    doc = (REPO / "docs" / "configuration.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)` \| .*? \| (.*?) \| [^|]*\|$", doc, flags=re.MULTILINE)
+    cells = {}
+    for pattern, cell in rows:
+        cells[pattern] = {"—": None, "**required**": "required"}.get(cell, cell.strip("`"))
+    return cells
+
+
+def test_the_documented_defaults_are_the_catalogues() -> None:
+    documented = _documented_defaults()
+    for spec in KEYS:
+        expected = "required" if spec.required else spec.default
+        assert documented[spec.pattern] == expected, spec.pattern
 
 
 def test_every_catalogue_key_is_documented() -> None:

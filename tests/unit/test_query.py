@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from samzapy.config.model import JobConfig, StoreConfig
+from samzapy.config.model import JobConfig, ReporterSpec, StoreConfig
 from samzapy.container.standby_store import standby_dir
 from samzapy.health import ContainerStatus
 from samzapy.kafka.partitioner import partition_for_key
@@ -20,7 +20,6 @@ from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.query import LocalCheckpointSource, QueryService, StateClient, StateQueryError
 from samzapy.query.http import QueryHttpServer, route
 from samzapy.query.keys import KeyCodec, QueryError, check_format
-from samzapy.reporters.config import ReporterSpec
 from samzapy.reporters.periodic import ReportSource
 from samzapy.reporters.prometheus import MetricsHttpServer
 from samzapy.serdes import IntegerSerde, JsonSerde, LongSerde, StringSerde

@@ -27,7 +27,6 @@ from samzapy.reporters import (
     ReportSource,
     SnapshotReporter,
     register_container_gauges,
-    reporter_specs,
 )
 from samzapy.streams import SystemStream, SystemStreamPartition
 
@@ -40,8 +39,7 @@ SOURCE = ReportSource("j", "1", "samzapy-container-0", host="h")
 
 
 def specs(**keys: str) -> list[ReporterSpec]:
-    config = Config.from_dict({**BASE, **keys})
-    return reporter_specs(config, parse_job_config(config))
+    return list(parse_job_config(Config.from_dict({**BASE, **keys})).reporters)
 
 
 @pytest.mark.parametrize(
@@ -351,9 +349,8 @@ def test_container_gauges_sum_tasks_and_read_lag_from_the_consumer() -> None:
 
 def test_reporters_from_config_name_the_container_and_its_start() -> None:
     config = Config.from_dict({**BASE, "metrics.reporters": "log"})
-    reporters = Reporters.from_config(
-        config, parse_job_config(config), MetricsRegistry(), ContainerStatus(), container_id=2
-    )
+    job = parse_job_config(config)
+    reporters = Reporters.from_job(job, MetricsRegistry(), ContainerStatus(), container_id=2)
     assert [s.kind for s in reporters.specs] == ["log"]
     assert reporters.source.container_name == "samzapy-container-2"
     assert reporters.source.source == "j-1-samzapy-container-2"

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from samzapy.config import ConfigError, StoreConfig, load_config, parse_job_config
-from samzapy.container.side_input_processor import RecordWriter, resolve_processor
+from samzapy.config.user_code import resolve_processor
+from samzapy.container.side_input_processor import RecordWriter
 from samzapy.container.side_inputs import SideInputs
 from samzapy.errors import StoreError, TaskError
 from samzapy.metrics import MetricsGroup, MetricsRegistry
@@ -237,7 +238,7 @@ def test_doctests(name: str) -> None:
 
 def test_a_job_without_side_inputs_opens_no_consumer_and_pumps_nothing(tmp_path: Path) -> None:
     job = parse(tmp_path, BASE + STORE + "stores.zips.changelog=kafka.zips-log\n")
-    side = SideInputs.build(job, None, [0, 1], "nowhere:1", SerdeResolver(job), MetricsRegistry())
+    side = SideInputs.build(job, [0, 1], "nowhere:1", SerdeResolver(job), MetricsRegistry())
     side.catch_up()
     assert (side.pump(), side.targets) == (0, [])
     side.close()

@@ -124,7 +124,3 @@ def test_invalid_options_are_reported_together(tmp_path: Path) -> None:
         assert expected in text
     assert not (tmp_path / "counts").exists()
 
-
-def test_cache_smaller_than_batch_is_rejected(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="smaller than"):
-        build(tmp_path, object_cache_size=10, write_batch_size=100)

@@ -1,10 +1,14 @@
-"""Resolving ``task.class`` (``module:Class`` or ``package.module.Class``) to a task class.
+"""Importing the user code a job names: ``task.class`` and side-input processors.
 
-Like Flask's and bytewax's app locators, the error tells apart "the module does not exist",
-"the module exists but raised while importing" and "the module has no such attribute" (with
-the closest name). A module that is not importable as it is is looked for, as ``python -m``
-would find it, next to the properties file and then in the working directory; the directory
-it is found in is put on ``sys.path`` (first), so its sibling modules import too.
+Both are ``module:Name`` (``Name`` may be dotted: ``module:Outer.Inner``) or
+``package.module.Name``. Like Flask's and bytewax's app locators, an error tells apart "the
+module does not exist", "the module exists but raised while importing" and "the module has
+no such attribute" (with the closest name), and names the key, the value and where it was set.
+A module that is not importable as it is is looked for, as ``python -m`` would find it, next
+to the properties file and then in the working directory; the directory it is found in is put
+on ``sys.path`` (first), so its sibling modules import too.
+:func:`samzapy.config.parse_job_config` calls these once per run (``check_task_class=True``)
+and keeps what they return on the :class:`~samzapy.config.JobConfig`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
+from samzapy.config.model import Processor
 from samzapy.config.properties import config_error
 from samzapy.errors import ConfigError
 from samzapy.task import StreamTask
@@ -39,6 +44,32 @@ def _fail(location: str, message: str) -> ConfigError:
     return config_error(location.rpartition(":")[0] or location, [message])
 
 
+def import_object(spec: str, key: str, location: str, kind: str = "Name") -> object:
+    """The object ``spec`` names, imported.
+
+    Args:
+        spec: ``module:Name`` or ``package.module.Name``.
+        key: the key that names it, for messages.
+        location: where that key was set (``path:line``), for messages.
+        kind: what ``Name`` is, in the message about a malformed spec (``Class``).
+
+    Raises:
+        ConfigError: the spec is malformed, the module is not found or raised while
+            importing, or it has no such attribute.
+    """
+    where = f"'{key}' = '{spec}' ({location})"
+    module_name, attr_path = _split(spec)
+    if not module_name or not attr_path:
+        raise _fail(location, f"{where}: must be module:{kind} or package.module.{kind}")
+    module = _import(module_name, where, location)
+    obj: object = module
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            raise _fail(location, _no_attribute(where, module_name, attr_path, obj, part))
+        obj = getattr(obj, part)
+    return obj
+
+
 def resolve_task_class(spec: str, location: str) -> type[StreamTask]:
     """Import the class named by ``spec`` and check that it is a :class:`samzapy.StreamTask`.
 
@@ -51,21 +82,13 @@ def resolve_task_class(spec: str, location: str) -> type[StreamTask]:
         ConfigError: the module is not found, raised while importing, has no such attribute,
             or the attribute is not a class deriving from ``samzapy.StreamTask``.
     """
+    obj = import_object(spec, "task.class", location, "Class")
     where = f"'task.class' = '{spec}' ({location})"
-    module_name, attr_path = _split(spec)
-    if not module_name or not attr_path:
-        raise _fail(location, f"{where}: must be module:Class or package.module.Class")
-    module = _import(module_name, where, location)
-    obj: object = module
-    for part in attr_path.split("."):
-        if not hasattr(obj, part):
-            raise _fail(location, _no_attribute(where, module_name, attr_path, obj, part))
-        obj = getattr(obj, part)
+    attr_path = _split(spec)[1]
     if not isinstance(obj, type):
         raise _fail(location, f"{where}: '{attr_path}' is a {type(obj).__name__}, not a class")
     if not issubclass(obj, StreamTask):
-        msg = f"{where}: class '{attr_path}' does not derive from samzapy.StreamTask"
-        raise _fail(location, msg)
+        raise _fail(location, f"{where}: class '{attr_path}' does not derive from samzapy.StreamTask")
     return obj
 
 
@@ -126,6 +149,28 @@ def _no_attribute(where: str, module_name: str, attr_path: str, owner: object, p
 
 def _is_task_class(obj: object) -> bool:
     return isinstance(obj, type) and issubclass(obj, StreamTask) and obj is not StreamTask
+
+
+def resolve_processor(spec: str, key: str, location: str) -> Processor:
+    """The side-input processor named by ``spec``: a function, or a class (built without
+    arguments) whose instances have ``process(envelope, store)``; then that bound method.
+
+    Raises:
+        ConfigError: the module is missing or raised while importing, it has no such
+            attribute, or the attribute is neither a function nor a class with ``process``.
+    """
+    obj = import_object(spec, key, location, "Callable")
+    where = f"'{key}' = '{spec}' ({location})"
+    attr_path = _split(spec)[1]
+    if isinstance(obj, type):
+        if not callable(getattr(obj, "process", None)):
+            raise _fail(location, f"{where}: class '{attr_path}' has no method process(envelope, store)")
+        processor: Processor = obj().process
+        return processor
+    if not callable(obj):
+        raise _fail(location, f"{where}: '{attr_path}' is a {type(obj).__name__}, not a function or a class")
+    function: Processor = obj
+    return function
 
 
 def _raised(where: str, module_name: str, exc: BaseException) -> str:
