@@ -18,6 +18,7 @@ from pathlib import Path
 
 from samzapy.config import keys as catalogue
 from samzapy.config.app import application_view
+from samzapy.config.clients import check_client_settings
 from samzapy.config.model import JobConfig, SerdeSpec, StreamConfig
 from samzapy.config.properties import Config
 from samzapy.config.reporters import reporter_specs
@@ -58,6 +59,7 @@ def parse_job_config(config: Config, *, check_task_class: bool = False) -> JobCo
     streams = _streams(check, system)
     stores = store_configs(check, system, inputs, import_code=check_task_class)
     reporters = reporter_specs(check, system)
+    check_client_settings(check)
     _check_standbys(check)
     task_type = _task_type(check) if check_task_class and "task.class" in check.parsed else None
     check.raise_problems()
