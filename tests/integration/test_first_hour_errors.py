@@ -69,10 +69,52 @@ def test_a_value_that_does_not_fit_the_store_names_store_key_serde_config_key_an
         f"Error: task Partition 0: process() raised for the message at stream 'kafka.{topic_name}' "
         "partition 0 offset 0: StoreSerdeError: store 'my-store' cannot take the value "
         "b'{\"page\": \"/a\"}' (bytes) of key 'ann': StringSerde expects a str, got bytes "
-        "b'{\"page\": \"/a\"}'. The store's value serde is set by stores.my-store.msg.serde: put a value "
+        'b\'{"page": "/a"}\'. The store\'s value serde is set by stores.my-store.msg.serde: put a value '
         "it takes, or set a serde that fits there (at mymodule.py:9 in process); the job stopped after "
         "committing every message before it. Fix the task (run with -v for the traceback), or go on past "
         "such messages: task.ignored.exceptions=StoreSerdeError skips them, "
         "task.dead.letter.stream=kafka.<stream> keeps them aside"
     ]
     assert len(result.stderr.splitlines()) < 20  # not 187 lines of logs and tracebacks
+
+
+def test_sigterm_while_start_up_retries_an_absent_broker_stops_it_with_one_line_per_attempt(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import time
+
+    from samzapy.kafka.broker import free_port
+
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    (tmp_path / "job.properties").write_text(
+        "job.name=j\ntask.class=samzapy.task:StreamTask\ntask.inputs=kafka.in\n"
+        f"systems.kafka.consumer.bootstrap.servers={address}\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "samzapy", "run", "job.properties"],
+        cwd=tmp_path,
+        env=job_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    first = process.stderr.readline()  # the first attempt's line: the retries have begun
+    process.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    rest = process.stderr.read()
+    process.wait(timeout=30)
+    lines = [first, *rest.splitlines()]
+
+    assert process.returncode == 1
+    assert time.monotonic() - sent < 8  # within one connection attempt, not the 60 s deadline
+    assert "unreachable while trying to connect (attempt 1: " in first
+    assert all(
+        "unreachable while trying to connect (attempt " in line or "SIGTERM received" in line
+        for line in lines[:-1]
+    ), lines  # one line per attempt, none of kafka-python's
+    assert len(lines) <= 4
+    assert lines[-1].startswith(f"Error: stopped while waiting for the Kafka broker at {address} to connect ")
+    assert lines[-1].endswith("attempts): SIGTERM received") or lines[-1].endswith(
+        "attempt): SIGTERM received"
+    )
