@@ -46,7 +46,7 @@ from samzapy.health import ContainerStatus
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
 from samzapy.kafka.producer import Producer
-from samzapy.kafka.reading import reader_consumer
+from samzapy.kafka.reading import reader_consumer, true_end_offsets
 from samzapy.kafka.settings import client_settings
 from samzapy.metrics import MetricsRegistry
 from samzapy.query.attach import RunningQueries, start_queries
@@ -276,8 +276,10 @@ class Container:
             count = self._admin.partition_count(stream.stream)
             if count is None and stream not in intermediate:
                 msg = (
-                    f"input stream '{stream}' does not exist on the broker; create the topic "
-                    f"(or produce to it, e.g. with 'samzapy generate') before starting the job"
+                    f"input stream '{stream}' does not exist on the broker; create it and feed it "
+                    f"before starting the job, e.g. samzapy produce {stream.stream} --partitions N "
+                    f"--file records.jsonl (see the records with: samzapy consume {stream.stream} "
+                    f"--from-beginning)"
                 )
                 raise KafkaSystemError(msg)
             if count is not None:
@@ -381,7 +383,9 @@ class Container:
             for s, count in input_counts.items()
             if task.partition < count
         ]
-        ends = consumer.end_offsets([tp for _, _, tp in tps]) if tps else {}
+        # The true end, not the reported one (which the dev broker undercounts, see
+        # samzapy.kafka.reading): "upcoming" starts there, --exit-at-end stops there.
+        ends = true_end_offsets(consumer, [tp for _, _, tp in tps])
         begins = consumer.beginning_offsets([tp for _, _, tp in tps]) if tps else {}
         for task, ssp, tp in tps:
             stream_config = self.job.stream(ssp.system_stream)

@@ -116,3 +116,16 @@ def true_end_offset(consumer: KafkaConsumer, tp: TopicPartition) -> int:
     for batch in read_partition(consumer, tp, end):
         end = batch[-1].offset + 1
     return end
+
+
+def true_end_offsets(consumer: KafkaConsumer, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """:func:`true_end_offset` of every partition in ``tps``; an empty one (reported end 0:
+    no batch at all) costs no fetch. ``consumer`` is left assigned to the last one read."""
+    reported = consumer.end_offsets(tps) if tps else {}
+    ends = {}
+    for tp in tps:
+        ends[tp] = reported[tp]
+        if reported[tp] > 0:
+            for batch in read_partition(consumer, tp, reported[tp]):
+                ends[tp] = batch[-1].offset + 1
+    return ends

@@ -21,3 +21,10 @@ class DeliveryOrderTask(StreamTask):
                 ORDER, key=str(envelope.partition), message=record, partition=envelope.partition
             )
         )
+
+
+class IgnoresEverything(StreamTask):
+    """Processes every message and does nothing with it (for tests about offsets)."""
+
+    def process(self, envelope, collector, coordinator) -> None:
+        pass

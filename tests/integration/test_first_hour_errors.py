@@ -118,3 +118,17 @@ def test_sigterm_while_start_up_retries_an_absent_broker_stops_it_with_one_line_
     assert lines[-1].endswith("attempts): SIGTERM received") or lines[-1].endswith(
         "attempt): SIGTERM received"
     )
+
+
+def test_a_missing_input_topic_suggests_the_topic_tools(tmp_path: Path, broker: str, topic_name: str) -> None:
+    (tmp_path / "job.properties").write_text(
+        "job.name=j\ntask.class=runtime_tasks:IgnoresEverything\n"
+        f"task.inputs=kafka.{topic_name}\nsystems.kafka.consumer.bootstrap.servers={broker}\n"
+    )
+    result = _samzapy(tmp_path, "run", "job.properties", "--exit-at-end")
+    assert result.returncode == 1
+    assert _errors(result.stderr) == [
+        f"Error: input stream 'kafka.{topic_name}' does not exist on the broker; create it and feed it "
+        f"before starting the job, e.g. samzapy produce {topic_name} --partitions N --file records.jsonl "
+        f"(see the records with: samzapy consume {topic_name} --from-beginning)"
+    ]
