@@ -1,7 +1,10 @@
 """Serdes: objects <-> bytes for message keys, message values and store entries.
 
 A serde is any object with ``to_bytes(obj) -> bytes`` and ``from_bytes(data) -> Any``
-(the :class:`Serde` protocol). samzapy ships Samza's built-in ones under Samza's names
+(the :class:`Serde` protocol), and optionally ``check(obj)``, a cheap test that ``obj`` can be
+written (stores call it at ``put()``; without it they call ``to_bytes``). A job registers its
+own with ``serializers.registry.<name>.class=module:Class`` (called without arguments).
+samzapy ships Samza's built-in ones under Samza's names
 (``string``, ``json``, ``integer``, ``long``, ``bytes``) plus Avro. Every failure raises
 :class:`samzapy.errors.SerdeError` naming the serde and what was wrong.
 
@@ -296,7 +299,17 @@ BUILTIN_SERDES: dict[str, type] = {
 
 
 def build_serde(spec: SerdeSpec) -> Serde:
-    """Build the serde a ``serializers.registry.<name>.*`` entry describes."""
+    """Build the serde a ``serializers.registry.<name>.*`` entry describes (the user's own
+    serde class is called without arguments)."""
+    if spec.custom:
+        factory = spec.factory
+        if factory is None:
+            from samzapy.config.user_code import resolve_serde_factory
+
+            key = f"serializers.registry.{spec.name}.class"
+            factory = resolve_serde_factory(spec.kind, key, key)
+        serde: Serde = factory()
+        return serde
     if spec.kind == "avro":
         if spec.schema_path is None:
             msg = f"serde '{spec.name}' is an Avro serde but has no schema: set its schema path"

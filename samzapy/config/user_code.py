@@ -151,6 +151,34 @@ def _is_task_class(obj: object) -> bool:
     return isinstance(obj, type) and issubclass(obj, StreamTask) and obj is not StreamTask
 
 
+def resolve_serde_factory(spec: str, key: str, location: str) -> object:
+    """The user's serde named by ``spec``: a class (or a function) that, called without
+    arguments, makes an object with ``to_bytes(obj) -> bytes`` and ``from_bytes(data)``
+    (:class:`samzapy.serdes.Serde`); checked on the class, or on what the function returns.
+
+    Raises:
+        ConfigError: the module is missing or raised while importing, it has no such
+            attribute, or the attribute does not make a serde.
+    """
+    obj = import_object(spec, key, location, "Class")
+    where = f"'{key}' = '{spec}' ({location})"
+    probe = obj if isinstance(obj, type) else None
+    if probe is None and callable(obj):
+        try:
+            probe = obj()
+        except Exception as exc:  # noqa: BLE001 - user code may raise anything
+            raise _fail(location, f"{where}: calling it raised {type(exc).__name__}: {exc}") from exc
+    missing = [m for m in ("to_bytes", "from_bytes") if not callable(getattr(probe, m, None))]
+    if probe is None or missing:
+        what = "it is not callable" if probe is None else f"it has no {' and no '.join(missing)}"
+        msg = (
+            f"{where}: not a serde: {what}. A serde is a class whose instances have "
+            f"to_bytes(obj) -> bytes and from_bytes(data) -> object (docs/configuration.md, 'Your own serde')"
+        )
+        raise _fail(location, msg)
+    return obj
+
+
 def resolve_processor(spec: str, key: str, location: str) -> Processor:
     """The side-input processor named by ``spec``: a function, or a class (built without
     arguments) whose instances have ``process(envelope, store)``; then that bound method.
