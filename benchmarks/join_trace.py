@@ -37,7 +37,7 @@ def _now_ms() -> float:
     return time.time() * 1000.0
 
 
-def _timed(owner: type, attribute: str, name: str) -> None:
+def _timed(owner: Any, attribute: str, name: str) -> None:
     original = getattr(owner, attribute)
 
     @functools.wraps(original)
@@ -82,7 +82,7 @@ def _trace_gc() -> None:
 def install(path: Path) -> None:
     """Time the run loop's steps and GC pauses; write the timeline to ``path`` at exit."""
     from samzapy.checkpoint import CheckpointWriter
-    from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
+    from samzapy.container import commit as commit_module
     from samzapy.container.fencing import Fence
     from samzapy.container.head_flush import HeadFlusher
     from samzapy.container.run_loop import Container
@@ -104,7 +104,7 @@ def install(path: Path) -> None:
         (Fence, "lost", "commit.fence"),
         (TaskInstance, "flush_stores", "commit.flush_stores"),
         (Producer, "flush", "producer.flush"),
-        (LocalCheckpointSchedule, "take", "commit.local_checkpoints"),
+        (commit_module, "take_local_checkpoints", "commit.local_checkpoints"),
         (HeadFlusher, "after_poll", "flush_at_head"),
         (CheckpointWriter, "write", "commit.checkpoint_write"),
         (Container, "_write_metrics", "write_metrics"),

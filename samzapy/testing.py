@@ -19,12 +19,11 @@ from typing import Any
 
 from samzapy.config import Config, parse_job_config
 from samzapy.container.collector import encode_output
+from samzapy.container.task_builder import TaskBuilder
 from samzapy.container.task_instance import Coordinator
-from samzapy.context import StoreContext
 from samzapy.metrics import MetricsRegistry
 from samzapy.output_ids import output_id
 from samzapy.serdes import SerdeResolver
-from samzapy.stores.factory import build_store
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import IncomingMessageEnvelope, OutgoingMessageEnvelope, WindowableTask
 
@@ -81,12 +80,13 @@ class _Collector:
 class TaskHarness:
     """Runs one task (partition ``partition``) of a job in-process.
 
-    ``config`` is a dict of job properties (job.name, task.inputs... get defaults); stores
-    are built by the real factory (RocksDB in a temporary directory unless the config says
-    ``inmemory``) with their changelogs collected in :attr:`changelogs`. Store writes and
-    outputs go through the configured serdes, as in a running job: a key or value that does
-    not fit fails in the task's own ``put()`` or ``send()``, naming the store or stream and the
-    config key that chose the serde.
+    ``config`` is a dict of job properties (job.name, task.inputs... get defaults); the
+    task's stores and context are built as the container builds them
+    (:class:`~samzapy.container.task_builder.TaskBuilder`: the real store factory, RocksDB in
+    a temporary directory unless the config says ``inmemory``), with their changelogs
+    collected in :attr:`changelogs`. Store writes and outputs go through the configured
+    serdes, as in a running job: a key or value that does not fit fails in the task's own
+    ``put()`` or ``send()``, naming the store or stream and the config key that chose the serde.
     """
 
     def __init__(
@@ -110,23 +110,12 @@ class TaskHarness:
             base_dir = Path(self._tmp.name)
         self.base_dir = base_dir
         self.registry = MetricsRegistry()
-        self.serdes = SerdeResolver(self.job)
         self.changelogs: dict[str, CollectingChangelog] = {}
-        self.stores: dict[str, Any] = {}
-        for store_config in self.job.stores.values():
-            changelog = CollectingChangelog() if store_config.changelog is not None else None
-            if changelog is not None:
-                self.changelogs[store_config.name] = changelog
-            key_serde, msg_serde = self.serdes.for_store(store_config)
-            self.stores[store_config.name] = build_store(
-                store_config,
-                partition=partition,
-                base_dir=base_dir,
-                key_serde=key_serde,
-                msg_serde=msg_serde,
-                changelog=changelog,
-                metrics=self.registry.group(f"store.{store_config.name}.{self.task_name}"),
-            )
+        builder = TaskBuilder(
+            self.job, base_dir=base_dir, registry=self.registry, changelog_for=self._collect_changelog
+        )
+        self.serdes = builder.serdes
+        self.stores: dict[str, Any] = builder.stores(partition)
         if isinstance(task, type):
             self.task = task()
         elif isinstance(task, str):
@@ -135,10 +124,13 @@ class TaskHarness:
             self.task = task
         self.collector = _Collector(self.task_name, self.serdes)
         self.coordinator = Coordinator()
-        self.metrics = self.registry.group(f"task.{self.task_name}")
+        self.metrics = builder.task_metrics(partition)
         self._offsets: dict[SystemStreamPartition, int] = {}
-        if hasattr(self.task, "init"):
-            self.task.init(StoreContext(self.task_name, partition, self.job, self.stores, self.metrics))
+        builder.init_task(self.task, partition, self.stores)
+
+    def _collect_changelog(self, store_config: Any, partition: int) -> CollectingChangelog:
+        changelog = self.changelogs[store_config.name] = CollectingChangelog()
+        return changelog
 
     @property
     def outputs(self) -> list[OutgoingMessageEnvelope]:

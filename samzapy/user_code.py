@@ -15,6 +15,9 @@ import traceback
 from pathlib import Path
 
 import samzapy
+from samzapy.errors import TaskError
+
+_log = logging.getLogger("samzapy.task")
 
 #: The log record attribute that keeps a record off the console unless ``-v`` was given; the
 #: same name as :data:`samzapy.cli.logs.VERBOSE_ONLY` (the runtime does not import the CLI).
@@ -90,3 +93,11 @@ def failure_text(what: str, exc: BaseException) -> str:
     cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     line = user_line(exc)
     return f"{what} {cause}" + (f" (at {line})" if line else "")
+
+
+def user_failure(task_name: str, what: str, exc: BaseException) -> TaskError:
+    """The :class:`TaskError` for user code that raised outside a message (``init()``,
+    ``window()``): names the task, the exception and the user's line; logs the user's traceback."""
+    text = f"task {task_name}: {failure_text(what, exc)}"
+    log_user_traceback(_log, text, exc)
+    return TaskError(f"{text}. Fix the task (run with -v for the traceback)")

@@ -12,7 +12,7 @@ from pathlib import Path
 from time import perf_counter_ns
 from typing import Any, Generic, TypeVar
 
-from samzapy.metrics import MetricsGroup
+from samzapy.metrics import Counter, MetricsGroup
 from samzapy.stores.base import KeyValueIterator, KeyValueStore
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.restore import RestoreStats, restore
@@ -37,6 +37,10 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
       2. flush the producer: every changelog write acknowledged;
       3. ``checkpoint(changelog_offset())`` every engine: a local RocksDB checkpoint;
       4. write the Kafka checkpoint (input offsets and each store's changelog offset).
+
+    ``writes`` counts every put and delete, whatever the layers below do with it: the task
+    shares one counter between its stores and its collector, so that the error policy can
+    tell whether a failed call changed anything (:class:`samzapy.container.task_instance.TaskInstance`).
 
     Not thread-safe: one task owns it.
     """
@@ -66,6 +70,7 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         self._flushes, self._flush_ns = counter("flushes"), counter("flush-ns")
         self._checkpoints = self._local_checkpoints()
         self._local_checkpoint_count = counter("local-checkpoints")
+        self.writes = Counter()  # replaced by the task's shared one (see the class docstring)
 
     def _local_checkpoints(self) -> LocalCheckpoints | None:
         if not isinstance(self.raw, RocksDBStore) or not hasattr(self.changelog, "topic"):
@@ -102,6 +107,7 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         self.inner.put(key, value)
         self._put_ns.value += perf_counter_ns() - start
         self._puts.value += 1
+        self.writes.value += 1
 
     def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
         """Set many keys atomically (one WriteBatch on the engine)."""
@@ -110,6 +116,7 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         self.inner.put_all(entries)
         self._put_ns.value += perf_counter_ns() - start
         self._puts.value += len(entries)
+        self.writes.value += len(entries)
 
     def delete(self, key: K) -> None:
         """Remove ``key``."""
@@ -117,6 +124,7 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         self.inner.delete(key)
         self._delete_ns.value += perf_counter_ns() - start
         self._deletes.value += 1
+        self.writes.value += 1
 
     def delete_all(self, keys: Iterable[K]) -> None:
         """Remove every key of ``keys`` atomically."""
@@ -125,6 +133,7 @@ class StorageEngine(KeyValueStore[K, V], Generic[K, V]):
         self.inner.delete_all(keys)
         self._delete_ns.value += perf_counter_ns() - start
         self._deletes.value += len(keys)
+        self.writes.value += len(keys)
 
     def range(self, from_key: K, to_key: K) -> KeyValueIterator[K, V]:
         """Entries with ``from_key <= key < to_key`` in serialised-key order."""

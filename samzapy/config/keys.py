@@ -353,15 +353,29 @@ KEYS: tuple[KeySpec, ...] = (
         "task.drop.deserialization.errors",
         BOOL,
         FROM_MODEL,
-        "Skip (and count) messages that cannot be deserialised instead of stopping the job.",
+        "Skip (and count) messages that cannot be deserialised instead of stopping the job; "
+        "with a dead-letter stream they go there instead.",
         _TASK,
         field="drop_deserialization_errors",
+    ),
+    _key(
+        "task.drop.producer.errors",
+        BOOL,
+        FROM_MODEL,
+        "Drop (log and count in `producer-errors-dropped`) an output the producer refuses when it "
+        "is queued, e.g. larger than `systems.kafka.producer.max.request.size`, instead of "
+        "failing the call (Samza's key). Serialisation errors still fail; a delivery failure "
+        "the broker reports fails the commit.",
+        _TASK,
+        field="drop_producer_errors",
     ),
     _key(
         "task.dead.letter.stream",
         STREAM,
         FROM_MODEL,
-        "Where bad messages go (raw, with the error in headers) instead of stopping the job.",
+        "Where failed messages go (raw, with the error in headers; a reference when larger than "
+        "the producer accepts) instead of stopping the job or being skipped. Storage failures "
+        "are never dead-lettered.",
         _TASK,
         field="dead_letter_stream",
     ),

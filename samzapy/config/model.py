@@ -161,6 +161,7 @@ class JobConfig:
     system_msg_serde: str | None = None
     system_offset_default: str = "upcoming"
     drop_deserialization_errors: bool = False
+    drop_producer_errors: bool = False  # outputs the producer refuses are dropped and counted
     dead_letter_stream: SystemStream | None = None
     ignored_exceptions: tuple[str, ...] = ()
     streams: dict[SystemStream, StreamConfig] = field(default_factory=dict)

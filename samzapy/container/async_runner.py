@@ -18,8 +18,9 @@ between polls (:meth:`AsyncRunner.pump`). A message goes through these steps:
    one key run in order; lanes run in parallel. With ``task.process.delay.ms`` D, the lane
    first waits until the message's timestamp + D (never more than D).
 3. *attempt*: ``process_async`` under ``task.callback.timeout.ms``; a failure or timeout is
-   retried ``task.retry.max.attempts`` times after ``task.retry.backoff.ms * 2**(n-1)``;
-   then the message is skipped (``task.ignored.exceptions``), dead-lettered, or stops the job.
+   retried ``task.retry.max.attempts`` times after ``task.retry.backoff.ms * 2**(n-1)``
+   (a storage failure is not retried); then the container's one error policy
+   (:mod:`samzapy.container.error_policy`) dead-letters it, skips it or stops the job.
 4. *done*: the tracker marks the offset done; the task's checkpointable offset becomes
    ``tracker.committable()``, never past the lowest offset still held.
 
@@ -52,8 +53,9 @@ from typing import Any
 from kafka.consumer.fetcher import ConsumerRecord
 
 from samzapy.container.envelopes import envelope_of
+from samzapy.container.error_policy import ErrorPolicy, MessageFailure, storage_failure_in
 from samzapy.container.offset_tracker import OffsetTracker
-from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
+from samzapy.container.task_instance import TaskInstance
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import AsyncStreamTask, IncomingMessageEnvelope, OutgoingMessageEnvelope
 
@@ -117,8 +119,6 @@ class AsyncTaskRunner:
         self._process_ns = m.counter("process-ns")
         self._retries = m.counter("retries")
         self._timeouts = m.counter("timeouts")
-        self._dead_lettered = m.counter("dead-lettered")
-        self._skipped = m.counter("skipped-messages")
         self._max_held = m.gauge("max-queue-length")
         m.gauge("in-flight", lambda: self.held)
         m.gauge("running", lambda: self.running)
@@ -219,7 +219,7 @@ class AsyncTaskRunner:
                 self._processed.inc()
                 self._done(held)
                 return
-            if attempt > self._max_retries:
+            if attempt > self._max_retries or storage_failure_in(error) is not None:
                 self._finish_failed(
                     held.ssp, held.record, held.tracker, error, f"process_async() failed {attempt} times"
                 )
@@ -244,21 +244,21 @@ class AsyncTaskRunner:
         *,
         deserialising: bool = False,
     ) -> None:
-        """Apply the error policy to a message that failed for good; done unless it stops."""
-        where = f"stream '{ssp.system}.{ssp.stream}' partition {ssp.partition} offset {record.offset}"
-        cause = f"{type(exc).__name__}: {exc}"
-        policy = self._policy
-        if (deserialising and policy.drop_deserialization_errors) or policy.ignores(exc):
-            self._skipped.inc()
-            log.warning("skipped the message at %s: %s (%s)", where, what, cause)
-        elif policy.dead_letter is not None:
-            policy.dead_letter_send(ssp, record, f"{what}: {cause}")
-            self._dead_lettered.inc()
-            log.warning("sent the message at %s to %s: %s (%s)", where, policy.dead_letter, what, cause)
-        else:
-            text = f"task {self.instance.task_name}: {what} for the message at {where}: {cause}"
-            failure = MessageFailure(text, safe_to_commit=False)
-            failure.__cause__ = exc
+        """Apply the error policy to a message that failed for good; done unless it stops.
+
+        A stop is never safe to commit here: messages above the failed one may be done."""
+        try:
+            self._policy.handle(
+                self.instance.failures,
+                self.instance.task_name,
+                ssp,
+                record,
+                exc,
+                what,
+                deserialising=deserialising,
+                safe_to_commit=False,
+            )
+        except MessageFailure as failure:
             if self.failure is None:
                 self.failure = failure
             return
@@ -295,6 +295,12 @@ class AsyncRunner:
         if not any(isinstance(t.task, AsyncStreamTask) for t in tasks):
             return None
         return cls(tasks, job, policy)
+
+    def drop(self, task: TaskInstance) -> None:
+        """Stop running ``task`` (fenced): its messages in flight are cancelled, never done."""
+        runner = self.runners.pop(id(task), None)
+        if runner is not None:
+            runner.cancel()
 
     def owns(self, task: TaskInstance) -> bool:
         """Whether ``task`` is run here."""

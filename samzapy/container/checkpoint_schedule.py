@@ -1,4 +1,4 @@
-"""Which stores take their local RocksDB checkpoint at a commit (commit step 3).
+"""Which stores take their local RocksDB checkpoint at a commit (commit step 5).
 
 A local checkpoint (``stores/checkpoints.py``) flushes the store's memtable and hard-links its
 files: ~5 ms alone, more under load, and input waits while a commit takes them. The ad-click
@@ -10,6 +10,9 @@ spreads them over commits: first deadlines are staggered over the first interval
 routine commit takes at most :attr:`LocalCheckpointSchedule.budget` of the due ones (most
 overdue first; the rest wait for the next commit). A final commit takes every store's.
 
+The schedule only chooses: the commit (:class:`samzapy.container.commit.Commit`) reads the
+changelog offsets and takes the checkpoints it chose.
+
 Correctness does not depend on the schedule: the Kafka checkpoint records every store's
 changelog offset at every commit, and a restore starts from any local checkpoint at or below
 it and replays the changelog from there (``stores/restore.py``).
@@ -18,8 +21,6 @@ it and replays the changelog from there (``stores/restore.py``).
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Iterable
 from typing import Any
 
 #: How many times the expected number of due checkpoints per commit a routine commit may take
@@ -43,18 +44,6 @@ class LocalCheckpointSchedule:
         self._commit_s = max(commit_ms, 1) / 1000
         self._next: dict[tuple[str, str], float] = {}  # (task, store) -> when it is due
         self.budget: int | None = None  # set at the first commit, when the stores are known
-
-    def take(
-        self, tasks: Iterable[Any], *, final: bool, now: float | None = None
-    ) -> dict[str, dict[str, int | None]]:
-        """After the producer flush: every store's changelog offset by task name, with a
-        local checkpoint of the stores chosen for this commit (every store if ``final``)."""
-        now = time.monotonic() if now is None else now
-        tasks = list(tasks)
-        offsets = {t.task_name: {name: s.changelog_offset() for name, s in t.stores.items()} for t in tasks}
-        for task, name in self.choose(tasks, final=final, now=now):
-            task.stores[name].checkpoint(offsets[task.task_name][name])
-        return offsets
 
     def choose(self, tasks: list[Any], *, final: bool, now: float) -> list[tuple[Any, str]]:
         """The (task, store name) pairs that take a local checkpoint at a commit at ``now``."""

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from samzapy.errors import SerdeError
+from samzapy.errors import KafkaSystemError, SerdeError
 from samzapy.kafka.partitioner import partition_for_key
+from samzapy.metrics import Counter
 from samzapy.output_ids import ID_HEADER, output_id
 from samzapy.streams import SystemStream
 from samzapy.task import OutgoingMessageEnvelope
+
+log = logging.getLogger(__name__)
 
 
 class OutputStreams:
@@ -40,9 +44,25 @@ class TaskCollector:
     else ``<task>:<input stream>:<input offset>:<n>`` for the n-th output of that input
     (:func:`samzapy.output_ids.output_id`), so that an output re-sent after a crash carries
     the same id as the first copy.
+
+    Every send bumps :attr:`writes` (shared with the task's stores: "did this call write
+    anything"). With ``drop_producer_errors`` (``task.drop.producer.errors``, Samza's key) an
+    output the producer refuses when it is queued (larger than ``max.request.size``, an
+    unknown partition) is logged, counted in :attr:`dropped` and dropped instead of failing
+    the call; serialisation errors are the task's and always raise. A delivery failure the
+    broker reports later still fails the commit.
     """
 
-    def __init__(self, task_name: str, producer: Any, outputs: OutputStreams) -> None:
+    def __init__(
+        self,
+        task_name: str,
+        producer: Any,
+        outputs: OutputStreams,
+        *,
+        writes: Counter | None = None,
+        drop_producer_errors: bool = False,
+        dropped: Counter | None = None,
+    ) -> None:
         self._task_name = task_name
         self._producer = producer
         self._outputs = outputs
@@ -50,6 +70,9 @@ class TaskCollector:
         self._origin: int | str = 0
         self._sequence = 0
         self.sent = 0
+        self.writes = writes if writes is not None else Counter()
+        self._drop_errors = drop_producer_errors
+        self.dropped = dropped if dropped is not None else Counter()
         # The last stream sent to and what it resolved to: a task mostly sends to one stream,
         # and resolving hashes the stream (a frozen dataclass) on every send.
         self._last: tuple[object, tuple[Any, Any, int]] | None = None
@@ -89,8 +112,16 @@ class TaskCollector:
             envelope_id = output_id(self._task_name, self._stream, self._origin, self._sequence)
             self._sequence += 1
         headers = [*envelope.headers, (ID_HEADER, envelope_id.encode())]
-        self._producer.send(stream.stream, key, value, partition=partition, headers=headers)
+        try:
+            self._producer.send(stream.stream, key, value, partition=partition, headers=headers)
+        except KafkaSystemError as error:
+            if not self._drop_errors:
+                raise
+            self.dropped.inc()
+            log.warning("dropped an output (task.drop.producer.errors=true): %s", error)
+            return
         self.sent += 1
+        self.writes.value += 1
 
 
 def encode_output(serde: Any, value: Any, stream: SystemStream, what: str) -> bytes | None:

@@ -2,10 +2,11 @@
 container keeps warm copies of other containers' task stores, so that a failover replays only
 a short changelog tail instead of the whole changelog.
 
-Assignment (:func:`standby_partitions`): with ``N`` containers and replication factor ``R``,
-container ``I`` stands by for the tasks of containers ``I-1, ..., I-(R-1)`` (mod ``N``); none
-when ``N == 1`` or ``R == 1``. ``R <= N`` is checked with the configuration, so no container
-stands by for its own tasks and every task has ``R - 1`` standbys on distinct containers.
+Assignment (:func:`samzapy.container.assignment.standby_tasks_of`): with ``N`` containers and
+replication factor ``R``, container ``I`` stands by for the tasks of containers
+``I-1, ..., I-(R-1)`` (mod ``N``); none when ``N == 1`` or ``R == 1``. ``R <= N`` is checked
+with the configuration, so no container stands by for its own tasks and every task has
+``R - 1`` standbys on distinct containers.
 
 How a copy stays warm (:class:`StandbyReplicas`, one background thread per container):
 
@@ -38,6 +39,7 @@ from kafka import TopicPartition
 
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import JobConfig
+from samzapy.container.assignment import standby_tasks_of
 from samzapy.container.standby_store import StandbyStore, standby_dir
 from samzapy.errors import CheckpointError
 from samzapy.health import ContainerStatus
@@ -53,29 +55,6 @@ log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 5.0
 #: How long :meth:`StandbyReplicas.stop` waits for the thread.
 STOP_TIMEOUT_S = 30.0
-
-
-def standby_partitions(
-    task_count: int, container_count: int, container_id: int, replication_factor: int
-) -> list[int]:
-    """The tasks (partition numbers) container ``container_id`` keeps standby copies of.
-
-    Container ``I`` owns the tasks ``p`` with ``p % N == I`` and stands by for the tasks of
-    containers ``I-1 .. I-(R-1)`` (mod ``N``).
-
-    >>> standby_partitions(4, 2, 0, 2), standby_partitions(4, 2, 1, 2)
-    ([1, 3], [0, 2])
-    >>> standby_partitions(6, 3, 0, 2), standby_partitions(6, 3, 0, 3)
-    ([2, 5], [1, 2, 4, 5])
-    >>> standby_partitions(4, 1, 0, 1), standby_partitions(4, 2, 0, 1)
-    ([], [])
-    """
-    if container_count <= 1 or replication_factor <= 1:
-        return []
-    owners = {
-        (container_id - j) % container_count for j in range(1, min(replication_factor, container_count))
-    }
-    return [p for p in range(task_count) if p % container_count in owners]
 
 
 def _standby_configs(job: JobConfig) -> list[Any]:
@@ -130,7 +109,7 @@ class StandbyReplicas:
 
     Args:
         job: the job's configuration.
-        partitions: the tasks to stand by for (:func:`standby_partitions`).
+        partitions: the tasks to stand by for (:func:`~samzapy.container.assignment.standby_tasks_of`).
         servers: bootstrap servers to read the checkpoint topic and the changelogs from.
         registry: where the ``standby.<store>.<task>`` metric groups go.
     """
@@ -177,8 +156,8 @@ class StandbyReplicas:
     ) -> StandbyReplicas | None:
         """Start the standbys of container ``container_id``; ``None`` when it has none.
         ``status`` (for ``/health``) learns whether they run or failed."""
-        partitions = standby_partitions(
-            task_count, job.container_count, container_id, job.standby_replication_factor
+        partitions = standby_tasks_of(
+            container_id, job.container_count, task_count, job.standby_replication_factor
         )
         if not partitions:
             return None

@@ -4,36 +4,19 @@ from __future__ import annotations
 
 import logging
 import time
-from operator import attrgetter
 from typing import Any
 
 from kafka.consumer.fetcher import ConsumerRecord
 
 from samzapy.container.collector import TaskCollector
-from samzapy.errors import TaskError
+from samzapy.container.error_policy import ErrorPolicy, FailureCounts
 from samzapy.metrics import MetricsGroup
+from samzapy.stores.engine import StorageEngine
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import ClosableTask, IncomingMessageEnvelope, InitableTask, WindowableTask
-from samzapy.user_code import failure_text, log_user_traceback, user_line
+from samzapy.user_code import user_failure
 
 log = logging.getLogger(__name__)
-
-#: A counter's value, for C-level sums over the store write counters (once per message).
-_VALUE = attrgetter("value")
-ERROR_HEADER = "samzapy.error"
-SOURCE_HEADER = "samzapy.source"
-
-
-class MessageFailure(TaskError):
-    """A message could not be processed and the job is configured to stop on it.
-
-    ``safe_to_commit`` tells whether the failed call left no trace (no store write, no
-    output), so that everything before the message may be committed.
-    """
-
-    def __init__(self, text: str, safe_to_commit: bool) -> None:
-        super().__init__(text)
-        self.safe_to_commit = safe_to_commit
 
 
 class Coordinator:
@@ -54,35 +37,14 @@ class Coordinator:
         self.shutdown_requested = True
 
 
-class ErrorPolicy:
-    """What to do with a message that fails: skip it, dead-letter it, or stop (the default)."""
-
-    def __init__(self, job: Any, producer: Any) -> None:
-        self.drop_deserialization_errors: bool = job.drop_deserialization_errors
-        self.ignored = set(job.ignored_exceptions)
-        self.dead_letter = job.dead_letter_stream
-        self._producer = producer
-
-    def ignores(self, exc: BaseException) -> bool:
-        """Whether ``task.ignored.exceptions`` names this exception (or ``*``)."""
-        if "*" in self.ignored:
-            return True
-        names = {cls.__name__ for cls in type(exc).__mro__}
-        names |= {f"{cls.__module__}.{cls.__qualname__}" for cls in type(exc).__mro__}
-        return bool(names & self.ignored)
-
-    def dead_letter_send(self, ssp: SystemStreamPartition, record: ConsumerRecord, cause: str) -> None:
-        """Send the raw record to the dead-letter stream with the error in its headers."""
-        headers = [
-            *(record.headers or []),
-            (ERROR_HEADER, cause.encode()),
-            (SOURCE_HEADER, f"{ssp.system}.{ssp.stream}/{ssp.partition}/{record.offset}".encode()),
-        ]
-        self._producer.send(self.dead_letter.stream, record.key, record.value, headers=headers)
-
-
 class TaskInstance:
-    """Runs one task: deserialises its messages, calls the task, tracks its offsets."""
+    """Runs one task: deserialises its messages, calls the task, tracks its offsets.
+
+    :attr:`writes` is the task's write counter: its collector's, also given to each of its
+    stores (a :class:`~samzapy.stores.engine.StorageEngine` counts puts and deletes in it).
+    Comparing it before and after a failed call tells the error policy whether the call left a
+    trace, at the cost of one attribute read per message.
+    """
 
     def __init__(
         self,
@@ -105,30 +67,20 @@ class TaskInstance:
         self.offsets: dict[SystemStreamPartition, int] = {}
         self._policy = policy
         self.metrics = metrics
+        self.writes = collector.writes
+        for store in stores.values():
+            if isinstance(store, StorageEngine):
+                store.writes = self.writes
+        self.failures = FailureCounts(metrics)
         self._processed = metrics.counter("messages-actually-processed")
         self._process_ns = metrics.counter("process-ns")
-        self._skipped = metrics.counter("skipped-messages")
-        self._dead_lettered = metrics.counter("dead-lettered")
         self._window_calls = metrics.counter("window-calls")
         self.last_window = time.monotonic()
 
     def init(self, context: Any) -> None:
-        """Call the task's ``init`` if it has one.
-
-        Raises:
-            TaskError: ``init`` raised; the message names the task and the user's line.
-        """
+        """Call the task's ``init`` if it has one."""
         if isinstance(self.task, InitableTask) or hasattr(self.task, "init"):
-            try:
-                self.task.init(context)
-            except Exception as exc:
-                raise self._user_failure("init() raised", exc) from exc
-
-    def _user_failure(self, what: str, exc: Exception) -> TaskError:
-        """A :class:`TaskError` for user code that raised outside a message, its traceback logged."""
-        text = f"task {self.task_name}: {failure_text(what, exc)}"
-        log_user_traceback(log, text, exc)
-        return TaskError(f"{text}. Fix the task (run with -v for the traceback)")
+            self.task.init(context)
 
     def process_records(
         self, ssp: SystemStreamPartition, records: list[ConsumerRecord], start: int = 0
@@ -143,24 +95,12 @@ class TaskInstance:
             MessageFailure: a record failed and the policy is to stop; the offset stays at
                 that record, so nothing after it is processed or committed.
         """
-        key_serde, msg_serde = self.input_serdes[ssp]
-        key_of = None if key_serde is None else key_serde.from_bytes
-        message_of = None if msg_serde is None else msg_serde.from_bytes
-        process = self.task.process
-        collector = self.collector
-        begin = collector.begin
-        coordinator = self.coordinator
-        offsets = self.offsets
-        stream = ssp.stream
-        envelope_of = IncomingMessageEnvelope
-        # Looked up once per batch, not per message: the store write counters that tell
-        # whether a failed call left a trace.
-        counters = self._write_counters()
+        key_of, message_of = self._decoders(ssp)
+        process, collector, coordinator = self.task.process, self.collector, self.coordinator
+        begin, writes, stream, incoming = collector.begin, self.writes, ssp.stream, IncomingMessageEnvelope
         started = time.perf_counter_ns()
         index, end = start, len(records)
-        # The offset after the last record handled, stored once per batch (a dict store per
-        # message hashed the frozen SystemStreamPartition each time).
-        next_offset = None
+        next_offset = None  # the offset after the last record handled, stored once per batch
         try:
             while index < end:
                 record = records[index]
@@ -176,38 +116,32 @@ class TaskInstance:
                     self._fail(ssp, record, exc, "could not deserialise", deserialising=True)
                     next_offset = offset + 1
                     continue
-                envelope = envelope_of(
-                    ssp,
-                    offset,
-                    key,
-                    message,
-                    record.timestamp,
-                    (record.serialized_key_size or 0) + (record.serialized_value_size or 0),
-                    record.headers or [],
-                )
+                size = (record.serialized_key_size or 0) + (record.serialized_value_size or 0)
+                envelope = incoming(ssp, offset, key, message, record.timestamp, size, record.headers or [])
                 begin(stream, offset)
-                writes_before = sum(map(_VALUE, counters)) + collector.sent
+                before = writes.value  # "did the call write anything": compared only on failure
                 try:
                     process(envelope, collector, coordinator)
                 except Exception as exc:
-                    traceless = sum(map(_VALUE, counters)) + collector.sent == writes_before
-                    self._fail(ssp, record, exc, "process() raised", traceless=traceless)
+                    self._fail(ssp, record, exc, "process() raised", traceless=writes.value == before)
                 next_offset = offset + 1
                 if coordinator.commit_requested or coordinator.shutdown_requested:
                     break
         finally:
             if next_offset is not None:
-                offsets[ssp] = next_offset
+                # one dict store per batch: per message it hashed the frozen SSP each time
+                self.offsets[ssp] = next_offset
             self._processed.inc(index - start)
             self._process_ns.inc(time.perf_counter_ns() - started)
         return index
 
-    def _write_counters(self) -> list[Any]:
-        return [
-            counter
-            for store in self.stores.values()
-            for counter in (store.metrics.counter("puts"), store.metrics.counter("deletes"))
-        ]
+    def _decoders(self, ssp: SystemStreamPartition) -> tuple[Any, Any]:
+        """The ``from_bytes`` of ``ssp``'s key and message serdes (``None``: bytes as they are)."""
+        key_serde, msg_serde = self.input_serdes[ssp]
+        return (
+            None if key_serde is None else key_serde.from_bytes,
+            None if msg_serde is None else msg_serde.from_bytes,
+        )
 
     def _fail(
         self,
@@ -219,24 +153,16 @@ class TaskInstance:
         deserialising: bool = False,
         traceless: bool = True,
     ) -> None:
-        where = f"stream '{ssp.system}.{ssp.stream}' partition {ssp.partition} offset {record.offset}"
-        cause = f"{type(exc).__name__}: {exc}"
-        policy = self._policy
-        if (deserialising and policy.drop_deserialization_errors) or policy.ignores(exc):
-            self._skipped.inc()
-            log.warning("skipped the message at %s: %s (%s)", where, what, cause)
-            return
-        if policy.dead_letter is not None:
-            policy.dead_letter_send(ssp, record, f"{what}: {cause}")
-            self._dead_lettered.inc()
-            log.warning("sent the message at %s to %s: %s (%s)", where, policy.dead_letter, what, cause)
-            return
-        text = f"task {self.task_name}: {what} for the message at {where}: {cause}"
-        if not deserialising:
-            line = user_line(exc)
-            text += f" (at {line})" if line else ""
-            log_user_traceback(log, text, exc)
-        raise MessageFailure(text, safe_to_commit=deserialising or traceless) from exc
+        self._policy.handle(
+            self.failures,
+            self.task_name,
+            ssp,
+            record,
+            exc,
+            what,
+            deserialising=deserialising,
+            safe_to_commit=deserialising or traceless,
+        )
 
     def window(self) -> None:
         """Call the task's ``window`` (if it is windowable)."""
@@ -245,7 +171,7 @@ class TaskInstance:
             try:
                 self.task.window(self.collector, self.coordinator)
             except Exception as exc:
-                raise self._user_failure("window() raised", exc) from exc
+                raise user_failure(self.task_name, "window() raised", exc) from exc
             self._window_calls.inc()
         self.last_window = time.monotonic()
 

@@ -17,6 +17,7 @@ from kafka.producer.future import FutureRecordMetadata
 
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka.admin import DEFAULT_DEADLINE_S, attempt_timeout_ms, retry_unreachable
+from samzapy.kafka.fast_append import _PLAIN_ABOVE_BYTES as _FAST_PATH_UNCHECKED_BYTES
 from samzapy.kafka.fast_append import APPENDED, FastAppend, acked_last_offset
 from samzapy.kafka.partitioner import partition_for_key
 
@@ -42,6 +43,38 @@ _MAX_FAILURES_SHOWN = 5
 #: A send still to be checked: its future, topic, partition, and (fast path) the batch whose
 #: fate the future stands for, or ``None`` when it stands for its own record only.
 _Pending = tuple[FutureRecordMetadata, str, int | None, Any]
+#: The property that sets the producer's record size limit (kafka-python's ``max_request_size``).
+MAX_REQUEST_SIZE_KEY = "systems.kafka.producer.max.request.size"
+
+
+class RecordTooLargeError(KafkaSystemError):
+    """A record is larger than the producer's ``max.request.size``: it cannot be sent at all.
+
+    Attributes:
+        topic: where it was to go.
+        key: its key (bytes or ``None``).
+        size: its size in bytes (key, value and headers).
+        limit: the producer's ``max.request.size``.
+    """
+
+    def __init__(self, topic: str, partition: int | None, key: bytes | None, size: int, limit: int) -> None:
+        where = f"topic '{topic}'" if partition is None else f"topic '{topic}' partition {partition}"
+        shown = repr(key if key is None or len(key) <= 60 else key[:60] + b"...")
+        super().__init__(
+            f"cannot send a record of {size:,} bytes (key {shown}) to {where}: the producer "
+            f"accepts at most {limit:,} bytes per record; raise {MAX_REQUEST_SIZE_KEY} (and the "
+            f"topic's max.message.bytes on the broker) to send it, or set "
+            f"task.drop.producer.errors=true to drop and count such outputs instead of failing"
+        )
+        self.topic = topic
+        self.key = key
+        self.size = size
+        self.limit = limit
+
+    @property
+    def reason(self) -> str:
+        """The short form: ``<size> bytes > max.request.size <limit>``."""
+        return f"{self.size} bytes > max.request.size {self.limit}"
 
 
 def producer_settings(bootstrap_servers: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -120,7 +153,15 @@ class Producer:
         self._producer = retry_unreachable(
             lambda: KafkaProducer(**settings), bootstrap_servers, "connect", deadline_s
         )
-        self._fast = FastAppend.for_producer(self._producer)
+        #: The largest record this producer sends, in bytes (``max.request.size``).
+        self.max_request_size: int = settings.get(
+            "max_request_size", KafkaProducer.DEFAULT_CONFIG["max_request_size"]
+        )
+        # The fast path leaves the size check to the plain path, which it takes only for
+        # records above its threshold: a smaller limit would go unchecked (and the broker may
+        # take the record), so such a producer sends every record the plain way.
+        small_limit = self.max_request_size <= _FAST_PATH_UNCHECKED_BYTES
+        self._fast = None if small_limit else FastAppend.for_producer(self._producer)
         self._counts: dict[str, int] = {}
         self._pending: list[_Pending] = []
         self._collect_at = _COLLECT_EVERY
@@ -140,9 +181,10 @@ class Producer:
         """Queue one record; ``value=None`` is a tombstone.
 
         Raises:
+            RecordTooLargeError: at once when the record is larger than ``max.request.size``.
             KafkaSystemError: at once when the record cannot even be queued (unknown topic
-                or partition, record too large, buffer full for ``max_block_ms``). Failures
-                while delivering are raised by :meth:`flush`.
+                or partition, buffer full for ``max_block_ms``). Failures while delivering
+                are raised by :meth:`flush`.
         """
         if partition is None and key is not None:
             count = self._counts.get(topic)
@@ -160,6 +202,9 @@ class Producer:
                     self._producer.send(topic, value=value, key=key, headers=headers, partition=partition),
                     None,
                 )
+        except kafka_errors.MessageSizeTooLargeError as exc:
+            size = _record_size(key, value, headers)
+            raise RecordTooLargeError(topic, partition, key, size, self.max_request_size) from exc
         except (kafka_errors.KafkaError, ValueError, TypeError) as exc:
             where = f"topic '{topic}'" if partition is None else f"topic '{topic}' partition {partition}"
             msg = f"cannot send a record to {where} on {self._address}: {exc}"
@@ -261,3 +306,8 @@ class Producer:
         error = KafkaSystemError(msg)
         error.__cause__ = failures[0][2]
         return error
+
+
+def _record_size(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None) -> int:
+    size = len(key or b"") + len(value or b"")
+    return size + sum(len(name) + len(header or b"") for name, header in headers or ())

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from samzapy.config.model import JobConfig
+from samzapy.container.assignment import other_containers, owner_of, tasks_of
 from samzapy.health import RESTORING, RUNNING, ContainerStatus
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.metrics import MetricsRegistry
@@ -84,7 +85,7 @@ class QueryService:
         self.job = job
         self.container_id = container_id
         self.task_count = task_count
-        self.mine = [p for p in range(task_count) if p % job.container_count == container_id]
+        self.mine = tasks_of(container_id, job.container_count, task_count)
         self._tasks = tasks
         self.status = status
         self.registry = registry
@@ -181,7 +182,7 @@ class QueryService:
         else:
             first = None if local_only else partition_for_key(key, self.task_count)
         if first is not None:
-            owner = first % self.job.container_count
+            owner = owner_of(first, self.job.container_count)
             if owner == self.container_id:
                 found = self._get_local(store, key, [first], fmt, allow_stale, blocked)
             elif local_only:
@@ -410,7 +411,7 @@ class QueryService:
 
     # ----------------------------------------------------------------- other containers
     def _other_containers(self) -> list[int]:
-        return [c for c in range(self.job.container_count) if c != self.container_id]
+        return other_containers(self.container_id, self.job.container_count)
 
 
 def _q(text: str) -> str:

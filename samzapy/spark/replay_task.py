@@ -1,10 +1,11 @@
 """The executor side of a replay: one task of the job, run over its input ranges.
 
-The task runs through the container's own machinery — :class:`TaskInstance` (deserialising,
-``process``, error policy, offsets), :class:`TaskCollector` (serialisation, partitioning, the
-``samzapy.id`` header ``<task>:<input offset>:<n>``) and stores built by
-:func:`~samzapy.stores.factory.build_store` in a local RocksDB directory — so its outputs carry
-the same ids and bytes as the streaming run's.
+The task runs through the container's own machinery — built by
+:class:`~samzapy.container.task_builder.TaskBuilder` (stores in a local RocksDB directory,
+context, ``init``), run by :class:`TaskInstance` (deserialising, ``process``, the error
+policy, offsets) with a :class:`TaskCollector` (serialisation, partitioning, the
+``samzapy.id`` header ``<task>:<input offset>:<n>``) — so its outputs carry the same ids and
+bytes as the streaming run's.
 
 Delivery order, deterministic for a given plan:
 
@@ -188,61 +189,39 @@ def _build_instance(
     admin: list[Any],
     side_inputs: Any,
 ) -> Any:
-    from samzapy.container.collector import OutputStreams, TaskCollector
-    from samzapy.container.task_instance import ErrorPolicy, TaskInstance
-    from samzapy.context import StoreContext
+    """The task, built as the container builds it (:class:`TaskBuilder`), its stores in
+    ``work`` with discarding changelogs, its outputs to ``sink``."""
+    from samzapy.container.collector import OutputStreams
+    from samzapy.container.error_policy import ErrorPolicy
+    from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
     from samzapy.metrics import MetricsRegistry
-    from samzapy.serdes import SerdeResolver
-    from samzapy.stores.factory import build_store
-    from samzapy.streams import SystemStreamPartition, task_name_for
+    from samzapy.streams import SystemStreamPartition
 
-    name = task_name_for(plan.partition)
-    registry = MetricsRegistry()
-    serdes = SerdeResolver(job)
-    stores: dict[str, Any] = {}
-    for store_config in job.stores.values():
-        if store_config.has_side_inputs:
-            stores[store_config.name] = side_inputs.store(store_config.name, plan.partition)
-            continue
-        key_serde, msg_serde = serdes.for_store(store_config)
-        stores[store_config.name] = build_store(
-            store_config,
-            partition=plan.partition,
-            base_dir=work,
-            key_serde=key_serde,
-            msg_serde=msg_serde,
-            changelog=_DiscardingChangelog() if store_config.changelog is not None else None,
-            metrics=registry.group(f"store.{store_config.name}.{name}"),
-        )
+    builder = TaskBuilder(
+        job,
+        base_dir=work,
+        registry=MetricsRegistry(),
+        changelog_for=lambda store_config, partition: _DiscardingChangelog(),
+        side_inputs=side_inputs,
+    )
 
     def output_partitions(stream: Any) -> int:
-        """As the container's ``_ensure_output``; in file mode nothing is created."""
+        """As the container's; in file mode nothing is created."""
         from samzapy.kafka.admin import TopicAdmin
 
         if not admin:
             admin.append(TopicAdmin(settings.producer_servers))
-        existing = admin[0].partition_count(stream.stream)
-        if existing is not None:
-            return existing
-        configured = job.stream(stream).partitions or job.default_partitions or settings.task_count
-        if settings.output_dir is not None:
-            return configured
-        return admin[0].ensure_topic(stream.stream, configured, replication_factor=job.replication_factor)
+        create = settings.output_dir is None
+        return ensure_output_topic(admin[0], job, stream, settings.task_count, create=create)
 
-    metrics = registry.group(f"task.{name}")
     ssps = {SystemStreamPartition(r.system, r.stream, r.partition): r for r in plan.inputs}
-    instance = TaskInstance(
-        name,
-        plan.partition,
-        job.task_type(),
-        stores,
-        TaskCollector(name, sink, OutputStreams(serdes, output_partitions)),
-        {ssp: serdes.for_stream(ssp.system_stream) for ssp in ssps},
-        ErrorPolicy(job, sink),
-        metrics,
+    task_class = job.task_type  # imported once, by the parse
+    stores = builder.stores(plan.partition)
+    outputs = OutputStreams(builder.serdes, output_partitions)
+    instance = builder.instance(
+        plan.partition, task_class(), stores, sink, outputs, ssps, ErrorPolicy(job, sink)
     )
     instance.offsets.update({ssp: r.start for ssp, r in ssps.items()})
-    instance.init(StoreContext(name, plan.partition, job, stores, metrics))
     return instance
 
 

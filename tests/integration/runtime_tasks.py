@@ -28,3 +28,11 @@ class IgnoresEverything(StreamTask):
 
     def process(self, envelope, collector, coordinator) -> None:
         pass
+
+
+class EchoTask(StreamTask):
+    """Sends every message, as it is, to ``<input stream>-out`` with the same key."""
+
+    def process(self, envelope, collector, coordinator) -> None:
+        out = SystemStream("kafka", f"{envelope.stream}-out")
+        collector.send(OutgoingMessageEnvelope(out, key=envelope.key, message=envelope.message))

@@ -12,8 +12,9 @@ import pytest
 from samzapy import AsyncStreamTask, OutgoingMessageEnvelope
 from samzapy.config import Config, parse_job_config
 from samzapy.container.async_runner import AsyncRunner
-from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
-from samzapy.metrics import MetricsGroup
+from samzapy.container.error_policy import ErrorPolicy, MessageFailure
+from samzapy.container.task_instance import TaskInstance
+from samzapy.metrics import Counter, MetricsGroup
 from samzapy.streams import SystemStreamPartition
 
 SSP = SystemStreamPartition("kafka", "in", 0)
@@ -38,6 +39,7 @@ class FakeProducer:
 class FakeCollector:
     def __init__(self) -> None:
         self.sent: list[OutgoingMessageEnvelope] = []
+        self.writes = Counter()  # the task's write counter, as TaskCollector's
 
     def send(self, envelope):
         self.sent.append(envelope)

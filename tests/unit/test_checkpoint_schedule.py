@@ -1,10 +1,12 @@
-"""LocalCheckpointSchedule: which stores take a local checkpoint at each commit."""
+"""LocalCheckpointSchedule: which stores take a local checkpoint at each commit (it chooses;
+commit steps 4 and 5, ``changelog_offsets`` and ``take_local_checkpoints``, take them)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
+from samzapy.container.commit import changelog_offsets, take_local_checkpoints
 
 
 class FakeStore:
@@ -34,6 +36,15 @@ def tasks(count: int, names: tuple[str, ...]) -> list[FakeTask]:
     ]
 
 
+def take(
+    schedule: LocalCheckpointSchedule, job_tasks: list[FakeTask], *, final: bool, now: float
+) -> dict[str, dict[str, int | None]]:
+    """Commit steps 4 and 5 as the commit runs them."""
+    offsets = changelog_offsets(job_tasks)
+    take_local_checkpoints(schedule.choose(job_tasks, final=final, now=now), offsets)
+    return offsets
+
+
 def taken(job_tasks: list[FakeTask]) -> set[tuple[str, str]]:
     return {(t.task_name, n) for t in job_tasks for n, s in t.stores.items() if s.taken}
 
@@ -48,7 +59,7 @@ def test_interval_zero_checkpoints_every_store_at_every_commit() -> None:
     job = tasks(2, ("a", "b"))
     schedule = LocalCheckpointSchedule({"a": 0, "b": 0}, commit_ms=1000)
     for now in (0.0, 1.0, 2.0):
-        offsets = schedule.take(job, final=False, now=now)
+        offsets = take(schedule, job, final=False, now=now)
         assert taken(job) == {(t.task_name, n) for t in job for n in ("a", "b")}
         reset(job)
     assert offsets == {"Partition 0": {"a": 0, "b": 1}, "Partition 1": {"a": 100, "b": 101}}
@@ -57,7 +68,7 @@ def test_interval_zero_checkpoints_every_store_at_every_commit() -> None:
 def test_offsets_of_every_store_are_returned_even_when_none_is_checkpointed() -> None:
     job = tasks(2, ("a",))
     schedule = LocalCheckpointSchedule({"a": 10_000}, commit_ms=1000)
-    offsets = schedule.take(job, final=False, now=0.0)
+    offsets = take(schedule, job, final=False, now=0.0)
     assert offsets == {"Partition 0": {"a": 0}, "Partition 1": {"a": 100}}
     assert taken(job) == set()  # first deadlines are spread over the first interval
 
@@ -67,7 +78,7 @@ def test_checkpoints_are_spread_over_commits_and_each_store_gets_one_per_interva
     schedule = LocalCheckpointSchedule(dict.fromkeys("abcd", 10_000), commit_ms=1000)
     per_commit, per_store = [], Counter()
     for second in range(1, 41):
-        schedule.take(job, final=False, now=float(second))
+        take(schedule, job, final=False, now=float(second))
         now_taken = taken(job)
         per_commit.append(len(now_taken))
         per_store.update(now_taken)
@@ -81,21 +92,21 @@ def test_checkpoints_are_spread_over_commits_and_each_store_gets_one_per_interva
 def test_most_overdue_stores_go_first_when_more_are_due_than_the_budget() -> None:
     job = tasks(1, ("a", "b", "c"))
     schedule = LocalCheckpointSchedule(dict.fromkeys("abc", 10_000), commit_ms=1000)
-    schedule.take(job, final=False, now=0.0)  # deadlines at 2.5, 5.0, 7.5 s
+    take(schedule, job, final=False, now=0.0)  # deadlines at 2.5, 5.0, 7.5 s
     assert schedule.budget == 1
-    schedule.take(job, final=False, now=8.0)  # all three due: the oldest deadline first
+    take(schedule, job, final=False, now=8.0)  # all three due: the oldest deadline first
     assert taken(job) == {("Partition 0", "a")}
     reset(job)
-    schedule.take(job, final=False, now=9.0)
+    take(schedule, job, final=False, now=9.0)
     assert taken(job) == {("Partition 0", "b")}
 
 
 def test_final_commit_checkpoints_every_store() -> None:
     job = tasks(2, ("a", "b"))
     schedule = LocalCheckpointSchedule({"a": 60_000, "b": 0}, commit_ms=1000)
-    schedule.take(job, final=False, now=0.0)
+    take(schedule, job, final=False, now=0.0)
     reset(job)
-    schedule.take(job, final=True, now=0.5)
+    take(schedule, job, final=True, now=0.5)
     assert taken(job) == {(t.task_name, n) for t in job for n in ("a", "b")}
     assert job[0].stores["a"].taken == [0]
 
@@ -103,7 +114,7 @@ def test_final_commit_checkpoints_every_store() -> None:
 def test_stores_of_a_dropped_task_are_forgotten_without_error() -> None:
     job = tasks(2, ("a",))
     schedule = LocalCheckpointSchedule({"a": 2_000}, commit_ms=1000)
-    schedule.take(job, final=False, now=0.0)
+    take(schedule, job, final=False, now=0.0)
     remaining = job[1:]  # Partition 0 was fenced
-    schedule.take(remaining, final=False, now=5.0)
+    take(schedule, remaining, final=False, now=5.0)
     assert taken(job) == {("Partition 1", "a")}

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+import samzapy.container.assignment
 import samzapy.container.standby
 from samzapy.config import ConfigError, load_config, parse_job_config
-from samzapy.container.standby import adopt_standby_checkpoints, standby_partitions
+from samzapy.container.assignment import standby_tasks_of
+from samzapy.container.standby import adopt_standby_checkpoints
 from samzapy.container.standby_store import NoWrites, StandbyWriteError, standby_dir
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import store_dir
@@ -25,13 +27,14 @@ BASE = (
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(samzapy.container.standby).failed == 0
+    assert doctest.testmod(samzapy.container.assignment).failed == 0
 
 
 @pytest.mark.parametrize(("tasks", "containers", "factor"), [(4, 2, 2), (8, 3, 2), (8, 3, 3), (5, 4, 3)])
 def test_every_task_has_factor_minus_one_standbys_on_other_containers(tasks, containers, factor) -> None:
     holders: dict[int, list[int]] = {p: [] for p in range(tasks)}
     for container in range(containers):
-        for p in standby_partitions(tasks, containers, container, factor):
+        for p in standby_tasks_of(container, containers, tasks, factor):
             holders[p].append(container)
     for p, standbys in holders.items():
         owner = p % containers
@@ -41,16 +44,16 @@ def test_every_task_has_factor_minus_one_standbys_on_other_containers(tasks, con
 
 def test_container_i_stands_by_for_the_containers_before_it() -> None:
     # 3 containers, factor 2: 0 <- 2, 1 <- 0, 2 <- 1
-    assert standby_partitions(6, 3, 0, 2) == [2, 5]
-    assert standby_partitions(6, 3, 1, 2) == [0, 3]
-    assert standby_partitions(6, 3, 2, 2) == [1, 4]
+    assert standby_tasks_of(0, 3, 6, 2) == [2, 5]
+    assert standby_tasks_of(1, 3, 6, 2) == [0, 3]
+    assert standby_tasks_of(2, 3, 6, 2) == [1, 4]
     # the load is even: each container holds as many standby tasks as it owns
-    assert Counter(len(standby_partitions(6, 3, c, 2)) for c in range(3)) == Counter({2: 3})
+    assert Counter(len(standby_tasks_of(c, 3, 6, 2)) for c in range(3)) == Counter({2: 3})
 
 
 def test_no_standbys_with_one_container_or_factor_one() -> None:
-    assert standby_partitions(4, 1, 0, 1) == []
-    assert standby_partitions(4, 2, 1, 1) == []
+    assert standby_tasks_of(0, 1, 4, 1) == []
+    assert standby_tasks_of(1, 2, 4, 1) == []
 
 
 def test_replication_factor_is_parsed(tmp_path: Path) -> None:

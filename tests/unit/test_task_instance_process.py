@@ -9,7 +9,8 @@ from kafka.consumer.fetcher import ConsumerRecord
 from samzapy import OutgoingMessageEnvelope, StreamTask
 from samzapy.config import Config, parse_job_config
 from samzapy.container.collector import OutputStreams, TaskCollector
-from samzapy.container.task_instance import ErrorPolicy, MessageFailure, TaskInstance
+from samzapy.container.error_policy import ErrorPolicy, MessageFailure
+from samzapy.container.task_instance import TaskInstance
 from samzapy.metrics import MetricsGroup
 from samzapy.serdes import JsonSerde, StringSerde
 from samzapy.streams import SystemStream, SystemStreamPartition

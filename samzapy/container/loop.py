@@ -1,0 +1,173 @@
+"""The run loop of a started container: poll -> process -> window -> commit, until it stops.
+
+One iteration: apply the side-input updates that arrived; poll; hand each batch to its task
+(sync: :meth:`TaskInstance.process_records`, committing right after a call that asks for
+it; async: :meth:`AsyncRunner.submit`); flush the stores kept at the input's head; run the
+async tasks' loop for a slice; call ``window`` where ``task.window.ms`` has passed; commit
+every ``task.commit.ms`` or when a task asked; stop when a task asked to shut down, a signal
+arrived, or (``--exit-at-end``) every input reached the end it had at start. A progress line
+every :data:`PROGRESS_EVERY_S` seconds.
+
+The loop owns no part of the container: it is handed them (:class:`RunLoop`), and the
+container's ``tasks`` list is shared, so that tasks dropped by fencing leave the loop too.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from samzapy.config import JobConfig
+from samzapy.metrics import MetricsGroup
+from samzapy.streams import SystemStreamPartition
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY_S = 5.0
+POLL_TIMEOUT_MS = 100
+MAX_POLL_RECORDS = 5000
+
+
+def positions(tasks: Iterable[Any]) -> dict[SystemStreamPartition, int]:
+    """Every input partition's next offset, over ``tasks``."""
+    found: dict[SystemStreamPartition, int] = {}
+    for task in tasks:
+        found.update(task.offsets)
+    return found
+
+
+def processed(tasks: Iterable[Any]) -> int:
+    """Messages processed by ``tasks`` so far."""
+    return sum(t.metrics.counter("messages-actually-processed").value for t in tasks)
+
+
+class RunLoop:
+    """Runs the loop of the module docstring over a started container's parts.
+
+    Args:
+        job: the job's config (``task.commit.ms``, ``task.window.ms``).
+        tasks: the container's task list (shared: fencing removes tasks from it).
+        inputs: the container's ``Inputs``.
+        side_inputs: the container's ``SideInputs``.
+        runner: the ``AsyncRunner``, ``None`` without async tasks.
+        head_flusher: the ``HeadFlusher``, ``None`` without ``flush.at.head`` stores.
+        commit: the container's commit (fence, then :class:`~samzapy.container.commit.Commit`).
+        stopping: whether a stop was asked (a signal, or every task fenced).
+        metrics: the container's group (``window-ns``).
+        write_metrics: writes the metrics file (after a progress line).
+        exit_at_end: stop once every input reached the end it had at start.
+    """
+
+    def __init__(
+        self,
+        job: JobConfig,
+        tasks: list[Any],
+        inputs: Any,
+        side_inputs: Any,
+        runner: Any,
+        head_flusher: Any,
+        commit: Callable[[], None],
+        stopping: Callable[[], bool],
+        metrics: MetricsGroup,
+        write_metrics: Callable[[], None],
+        *,
+        exit_at_end: bool = False,
+    ) -> None:
+        self._tasks = tasks
+        self._inputs = inputs
+        self._side_inputs = side_inputs
+        self._runner = runner
+        self._head_flusher = head_flusher
+        self._commit = commit
+        self._stopping = stopping
+        self._write_metrics = write_metrics
+        self._exit_at_end = exit_at_end
+        self._commit_s = job.commit_ms / 1000
+        self._window_s = job.window_ms / 1000 if job.window_ms else None
+        self._window_ns = metrics.counter("window-ns")
+        self._progress_at = 0.0  # when the last progress line was logged, and the count then
+        self._processed_at_progress = 0
+
+    def run(self) -> None:
+        """Loop until a stop is asked, a task shuts down, or (exit at end) input is read."""
+        last_commit = self._progress_at = time.monotonic()
+        while not self._stopping():
+            self._side_inputs.pump()  # table updates that arrived are applied before the next poll
+            polled, max_records = self._poll()
+            self._process(polled)
+            if self._head_flusher is not None and polled:
+                self._head_flusher.after_poll(sum(len(records) for _, records in polled), max_records)
+            if self._runner is not None:
+                self._runner.pump()
+            now = time.monotonic()
+            self._window(now)
+            if now - last_commit >= self._commit_s or any(
+                t.coordinator.commit_requested for t in self._tasks
+            ):
+                self._commit()
+                last_commit = time.monotonic()
+            if self._finished():
+                break
+            if now - self._progress_at >= PROGRESS_EVERY_S:
+                self._log_progress(now)
+
+    def _poll(self) -> tuple[list[Any], int]:
+        """The next records, and how many the poll could have returned. Async tasks get
+        bounded polls, no blocking while they hold work, and no poll at all while full."""
+        runner = self._runner
+        if runner is None:
+            return self._inputs.poll(POLL_TIMEOUT_MS, MAX_POLL_RECORDS), MAX_POLL_RECORDS
+        max_records = runner.poll_budget(MAX_POLL_RECORDS)
+        if runner.full:
+            return [], max_records
+        return self._inputs.poll(0 if runner.busy else POLL_TIMEOUT_MS, max_records), max_records
+
+    def _process(self, polled: list[Any]) -> None:
+        """Hand each polled batch to its task; commit where a task asks, right after the call."""
+        runner = self._runner
+        for part, records in polled:
+            task = part.task
+            if runner is not None and runner.owns(task):
+                runner.submit(part.ssp, task, records)
+                continue
+            done = 0
+            while done < len(records) and not task.coordinator.shutdown_requested:
+                done = task.process_records(part.ssp, records, done)
+                if task.coordinator.commit_requested:
+                    self._commit()
+            if self._stopping() or task.coordinator.shutdown_requested:
+                return
+
+    def _window(self, now: float) -> None:
+        """Call ``window`` on each task whose ``task.window.ms`` has passed."""
+        window_s = self._window_s
+        if window_s is None:
+            return
+        if self._runner is not None and any(now - t.last_window >= window_s for t in self._tasks):
+            self._runner.drain()  # a window call sees no message half-processed
+        for task in self._tasks:
+            if now - task.last_window >= window_s:
+                started = time.perf_counter_ns()
+                task.window()
+                self._window_ns.inc(time.perf_counter_ns() - started)
+
+    def _finished(self) -> bool:
+        """Whether a task asked to shut down or, with exit at end, every input is read."""
+        if any(t.coordinator.shutdown_requested for t in self._tasks):
+            log.info("a task asked to shut down")
+            return True
+        self._inputs.note_progress(positions(self._tasks))
+        if self._exit_at_end and self._inputs.all_caught_up():
+            log.info("every input reached the end offset it had at start: stopping (--exit-at-end)")
+            return True
+        return False
+
+    def _log_progress(self, now: float) -> None:
+        total = processed(self._tasks)
+        rate = (total - self._processed_at_progress) / (now - self._progress_at)
+        lag = self._inputs.lag(positions(self._tasks))
+        log.info("processed %d messages (%.0f msg/s); lag %s", total, rate, lag)
+        self._processed_at_progress, self._progress_at = total, now
+        self._write_metrics()
