@@ -17,7 +17,7 @@ _CLIENTS = {"consumer": "KafkaConsumer", "producer": "KafkaProducer"}
 
 def accepted_settings(role: str) -> frozenset[str]:
     """The setting names kafka-python's client for ``role`` (consumer, producer) accepts."""
-    import kafka
+    import kafka  # type: ignore[import-untyped]  # kafka-python ships no types
 
     return frozenset(getattr(kafka, _CLIENTS[role]).DEFAULT_CONFIG)
 
