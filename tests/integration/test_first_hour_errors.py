@@ -132,3 +132,25 @@ def test_a_missing_input_topic_suggests_the_topic_tools(tmp_path: Path, broker: 
         f"before starting the job, e.g. samzapy produce {topic_name} --partitions N --file records.jsonl "
         f"(see the records with: samzapy consume {topic_name} --from-beginning)"
     ]
+
+
+def test_a_message_that_does_not_deserialise_names_its_place_and_the_two_ways_on(
+    tmp_path: Path, broker: str, topic_name: str
+) -> None:
+    create_topic(broker, topic_name, 1)
+    produce(broker, topic_name, [(b"k", b'{"ok": 1}'), (b"k", b"not json")], partition=0)
+    (tmp_path / "job.properties").write_text(
+        "job.name=j\ntask.class=runtime_tasks:IgnoresEverything\n"
+        f"task.inputs=kafka.{topic_name}\nsystems.kafka.consumer.bootstrap.servers={broker}\n"
+        "systems.kafka.samza.msg.serde=json\nsystems.kafka.samza.offset.default=oldest\n"
+    )
+    result = _samzapy(tmp_path, "run", "job.properties", "--exit-at-end")
+    assert result.returncode == 1
+    assert _errors(result.stderr) == [
+        f"Error: task Partition 0: could not deserialise for the message at stream 'kafka.{topic_name}' "
+        "partition 0 offset 1: SerdeError: JsonSerde expects JSON, got b'not json': invalid literal, "
+        "expected 'null': line 1 column 1 (char 0); the job stopped after committing every message "
+        "before it. Fix the producer or the stream's serde, or go on past such messages: "
+        "task.drop.deserialization.errors=true skips them, task.dead.letter.stream=kafka.<stream> keeps "
+        "them aside"
+    ]
