@@ -23,8 +23,15 @@ import orjson
 from samzapy.errors import ConfigError
 from samzapy.generate import HOUR_MS, PageViewSpec, pageviews, produce_end_of_stream, produce_json
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 JOBS = ("pageview-repartition", "pageview-counter")
+
+
+def example_config_dir() -> Path:
+    """The folder of the example job files: ``samzapy/example_configs`` in an installed wheel
+    (pyproject maps config/ there), else the checkout's ``config/`` (source or editable)."""
+    package = Path(__file__).resolve().parent
+    packaged = package / "example_configs"
+    return packaged if packaged.is_dir() else package.parent / "config"
 
 
 def _run_job(name: str, servers: str, state_dir: Path) -> None:
@@ -36,9 +43,9 @@ def _run_job(name: str, servers: str, state_dir: Path) -> None:
         f"systems.kafka.producer.bootstrap.servers={servers}",
         f"job.logged.store.base.dir={state_dir}",
     ]
-    path = CONFIG_DIR / f"{name}.properties"
+    path = example_config_dir() / f"{name}.properties"
     if not path.exists():
-        msg = f"{path} not found: quickstart runs from a source checkout (pip install -e .)"
+        msg = f"{path} not found: this samzapy install lacks its example configs; reinstall it"
         raise ConfigError(msg)
     config = load_config(path, overrides)
     Container(parse_job_config(config, check_task_class=True), exit_at_end=True).run()

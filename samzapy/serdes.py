@@ -1,7 +1,10 @@
 """Serdes: objects <-> bytes for message keys, message values and store entries.
 
 A serde is any object with ``to_bytes(obj) -> bytes`` and ``from_bytes(data) -> Any``
-(the :class:`Serde` protocol). samzapy ships Samza's built-in ones under Samza's names
+(the :class:`Serde` protocol), and optionally ``check(obj)``, a cheap test that ``obj`` can be
+written (stores call it at ``put()``; without it they call ``to_bytes``). A job registers its
+own with ``serializers.registry.<name>.class=module:Class`` (called without arguments).
+samzapy ships Samza's built-in ones under Samza's names
 (``string``, ``json``, ``integer``, ``long``, ``bytes``) plus Avro. Every failure raises
 :class:`samzapy.errors.SerdeError` naming the serde and what was wrong.
 
@@ -66,6 +69,12 @@ class StringSerde:
 
     __slots__ = ()
 
+    def check(self, obj: Any) -> None:
+        """Raise ``SerdeError`` unless ``obj`` is a ``str`` (cheap: stores check at ``put``)."""
+        if not isinstance(obj, str):
+            msg = f"StringSerde expects a str, got {type(obj).__name__} {_describe(obj)}"
+            raise SerdeError(msg)
+
     def to_bytes(self, obj: Any) -> bytes:
         """Encode a ``str`` as UTF-8."""
         if not isinstance(obj, str):
@@ -129,6 +138,10 @@ class _FixedIntSerde:
     _name = ""
     _struct: struct.Struct
 
+    def check(self, obj: Any) -> None:
+        """Raise ``SerdeError`` unless ``obj`` is an int that fits (cheap: stores check at ``put``)."""
+        self.to_bytes(obj)
+
     def to_bytes(self, obj: Any) -> bytes:
         """Pack ``obj`` big-endian."""
         if not isinstance(obj, int) or isinstance(obj, bool):
@@ -179,6 +192,10 @@ class BytesSerde:
     """Identity on bytes (Samza's ``ByteSerde``)."""
 
     __slots__ = ()
+
+    def check(self, obj: Any) -> None:
+        """Raise ``SerdeError`` unless ``obj`` is bytes-like."""
+        self.to_bytes(obj)
 
     def to_bytes(self, obj: Any) -> bytes:
         """Return ``obj`` itself (``bytearray``/``memoryview`` are copied to ``bytes``)."""
@@ -282,7 +299,17 @@ BUILTIN_SERDES: dict[str, type] = {
 
 
 def build_serde(spec: SerdeSpec) -> Serde:
-    """Build the serde a ``serializers.registry.<name>.*`` entry describes."""
+    """Build the serde a ``serializers.registry.<name>.*`` entry describes (the user's own
+    serde class is called without arguments)."""
+    if spec.custom:
+        factory = spec.factory
+        if factory is None:
+            from samzapy.config.user_code import resolve_serde_factory
+
+            key = f"serializers.registry.{spec.name}.class"
+            factory = resolve_serde_factory(spec.kind, key, key)
+        serde: Serde = factory()
+        return serde
     if spec.kind == "avro":
         if spec.schema_path is None:
             msg = f"serde '{spec.name}' is an Avro serde but has no schema: set its schema path"

@@ -6,7 +6,8 @@ changelog the harness captures into, also usable on its own under ``build_store`
 Example:
     >>> from samzapy.testing import TaskHarness
     >>> from samzapy.jobs.pageview_filter import PageViewFilterTask
-    >>> h = TaskHarness(PageViewFilterTask, {"task.inputs": "kafka.pageviews"})
+    >>> serdes = {"systems.kafka.samza.key.serde": "string", "systems.kafka.samza.msg.serde": "json"}
+    >>> h = TaskHarness(PageViewFilterTask, {"task.inputs": "kafka.pageviews", **serdes})
     >>> h.send("kafka.pageviews", "/page/1", {"view_id": "v1", "user_id": "u1", "page": "/page/1", "ts": 0})
     >>> [(o.key, o.message["hour"]) for o in h.outputs]
     [('u1', 0)]
@@ -19,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from samzapy.config import Config, parse_job_config
+from samzapy.container.collector import encode_output
 from samzapy.container.task_builder import TaskBuilder
 from samzapy.container.task_instance import Coordinator
 from samzapy.metrics import MetricsRegistry
 from samzapy.output_ids import output_id
+from samzapy.serdes import SerdeResolver
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store
 from samzapy.stores.memory_changelog import InMemoryChangelog
@@ -38,8 +41,13 @@ CollectingChangelog = InMemoryChangelog
 
 
 class _Collector:
-    def __init__(self, task_name: str) -> None:
+    """Keeps what the task sends, after serialising it with its stream's serdes as a running
+    job would (so a misfit fails in the task's ``send()``); ``serialized`` holds the bytes."""
+
+    def __init__(self, task_name: str, serdes: SerdeResolver) -> None:
         self.outputs: list[OutgoingMessageEnvelope] = []
+        self.serialized: list[tuple[bytes | None, bytes | None]] = []
+        self._serdes = serdes
         self._task_name = task_name
         self._stream = "init"
         self._origin: int | str = 0
@@ -49,6 +57,12 @@ class _Collector:
         self._stream, self._origin, self._sequence = stream, origin, 0
 
     def send(self, envelope: OutgoingMessageEnvelope) -> None:
+        stream = envelope.system_stream
+        assert isinstance(stream, SystemStream)
+        key_serde, msg_serde = self._serdes.for_stream(stream)
+        key = encode_output(key_serde, envelope.key, stream, "key")
+        message = encode_output(msg_serde, envelope.message, stream, "message")
+        self.serialized.append((key, message))
         if envelope.id is None:
             envelope.id = output_id(self._task_name, self._stream, self._origin, self._sequence)
             self._sequence += 1
@@ -62,7 +76,9 @@ class TaskHarness:
     task's stores and context are built as the container builds them
     (:class:`~samzapy.container.task_builder.TaskBuilder`: the real store factory, RocksDB in
     a temporary directory unless the config says ``inmemory``), with their changelogs
-    collected in :attr:`changelogs`.
+    collected in :attr:`changelogs`. Store writes and outputs go through the configured
+    serdes, as in a running job: a key or value that does not fit fails in the task's own
+    ``put()`` or ``send()``, naming the store or stream and the config key that chose the serde.
     """
 
     def __init__(
@@ -98,7 +114,7 @@ class TaskHarness:
             self.task = self.job.task_type()
         else:
             self.task = task
-        self.collector = _Collector(self.task_name)
+        self.collector = _Collector(self.task_name, self.serdes)
         self.coordinator = Coordinator()
         self.metrics = builder.task_metrics(partition)
         self._offsets: dict[SystemStreamPartition, int] = {}

@@ -3,7 +3,8 @@
 Outermost first::
 
     StorageEngine   metrics; restore, flush, checkpoint (what context.get_store() returns)
-     └ CachedStore      LRU of deserialised objects + dirty batch   (skipped: object.cache.size=0)
+     └ SerdeCheckedStore  a put() that does not fit the serdes fails there (only with a cache)
+      └ CachedStore      LRU of deserialised objects + dirty batch   (skipped: object.cache.size=0)
        └ SerializedStore    objects <-> bytes
          └ LoggedStore      every write also to the changelog       (skipped: no changelog)
            └ RocksDBStore | InMemoryStore   bytes, sorted by key bytes
@@ -29,7 +30,7 @@ from samzapy.stores.logged import LoggedStore
 from samzapy.stores.memory import InMemoryStore
 from samzapy.stores.paths import store_dir
 from samzapy.stores.rocksdb import DEFAULT_LOCK_TIMEOUT_S, RocksDBOptions, RocksDBStore
-from samzapy.stores.serialized import SerializedStore
+from samzapy.stores.serialized import SerdeCheckedStore, SerializedStore
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,16 @@ def _maybe_cached(
     return CachedStore(inner, config.object_cache_size, config.write_batch_size, metrics)
 
 
+def _maybe_checked(
+    inner: KeyValueStore[Any, Any], config: StoreConfig, key_serde: Any, msg_serde: Any
+) -> KeyValueStore[Any, Any]:
+    # Above the cache a misfit would surface only at its next write-down, far from the task's
+    # put(): check there. Without a cache, SerializedStore fails in the put() itself.
+    if not isinstance(inner, CachedStore):
+        return inner
+    return SerdeCheckedStore(inner, config.name, key_serde, msg_serde)
+
+
 def build_store(
     config: StoreConfig,
     *,
@@ -129,8 +140,8 @@ def build_store(
         )
     raw = _engine(config, store_dir(base_dir, config.name, partition), lock_timeout_s)
     store: KeyValueStore[Any, Any] = _maybe_logged(raw, changelog, config.changelog_coalesce)
-    store = SerializedStore(store, key_serde, msg_serde, metrics)
-    store = _maybe_cached(store, config, metrics)
+    store = SerializedStore(store, key_serde, msg_serde, metrics, name=config.name)
+    store = _maybe_checked(_maybe_cached(store, config, metrics), config, key_serde, msg_serde)
     return StorageEngine(
         config.name,
         partition,

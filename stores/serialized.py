@@ -1,10 +1,17 @@
-"""The serde layer: keys and values as objects above, as bytes below."""
+"""The serde layer: keys and values as objects above, as bytes below.
+
+A value that does not fit a store's serde fails in the task's own ``put()``, naming the store,
+the key, the serde's complaint and the config key that chose the serde
+(:class:`SerdeCheckedStore` above the object cache, which would otherwise serialise it only at
+the next flush, far from the call; :class:`SerializedStore` itself when there is no cache).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
+from samzapy.errors import SerdeError, StoreError
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.base import Entry, KeyValueIterator, KeyValueStore
 from samzapy.stores.wrapped import WrappedStore
@@ -23,6 +30,86 @@ class Serde(Protocol):
         """Deserialise ``data``."""
 
 
+class StoreSerdeError(StoreError, SerdeError):
+    """A key or value does not fit its store's serde (raised in the task's own call)."""
+
+
+def _short(obj: Any, limit: int = 60) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def serde_misfit(store: str, role: str, key: Any, value: Any, cause: Exception) -> StoreSerdeError:
+    """The error for a ``role`` ("key" or "value") of ``store`` that its serde refused.
+
+    >>> print(serde_misfit("counts", "value", "ann", b"1", SerdeError("LongSerde expects an int")))
+    store 'counts' cannot take the value b'1' (bytes) of key 'ann': LongSerde expects an int. The store's \
+value serde is set by stores.counts.msg.serde: put a value it takes, or set a serde that fits there
+    """
+    config_key = f"stores.{store}.{'key' if role == 'key' else 'msg'}.serde"
+    what = f"the key {_short(key)}" if role == "key" else f"the value {_short(value)}"
+    subject = type(key if role == "key" else value).__name__
+    of_key = "" if role == "key" else f" of key {_short(key)}"
+    text = (
+        f"store '{store}' cannot take {what} ({subject}){of_key}: {cause}. The store's {role} serde "
+        f"is set by {config_key}: put a {role} it takes, or set a serde that fits there"
+    )
+    return StoreSerdeError(text)
+
+
+def serde_check(serde: Serde | None) -> Any:
+    """A function that raises ``SerdeError`` for an object ``serde`` cannot write: the serde's
+    own ``check`` when it has one (cheap: the built-in serdes check types), else ``to_bytes``;
+    with no serde, only bytes pass."""
+    if serde is None:
+        return _check_bytes
+    return getattr(serde, "check", None) or serde.to_bytes
+
+
+def _check_bytes(obj: Any) -> None:
+    if not isinstance(obj, bytes | bytearray | memoryview):
+        msg = f"the store has no serde, so it takes bytes, not {type(obj).__name__}"
+        raise SerdeError(msg)
+
+
+class SerdeCheckedStore(WrappedStore[K, V], Generic[K, V]):
+    """Checks each key and value against the store's serdes at ``put``/``put_all`` (and so at
+    ``delete``/``delete_all``, built on them), so that a misfit fails in the caller's own call
+    (:func:`serde_misfit`), not at a later flush of the object cache below. Everything else
+    passes straight through. Not thread-safe."""
+
+    def __init__(
+        self, inner: KeyValueStore[K, V], name: str, key_serde: Serde | None, msg_serde: Serde | None
+    ) -> None:
+        super().__init__(inner)
+        self.name = name
+        self._check_key = serde_check(key_serde)
+        self._check_value = serde_check(msg_serde)
+
+    def _check(self, key: K, value: V | None) -> None:
+        try:
+            self._check_key(key)
+        except SerdeError as exc:
+            raise serde_misfit(self.name, "key", key, value, exc) from None
+        if value is not None:
+            try:
+                self._check_value(value)
+            except SerdeError as exc:
+                raise serde_misfit(self.name, "value", key, value, exc) from None
+
+    def put(self, key: K, value: V | None) -> None:
+        """Check, then write one entry (``None``: a delete, only the key is checked)."""
+        self._check(key, value)
+        self.inner.put(key, value)
+
+    def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
+        """Check every entry, then write them all (nothing is written if one misfits)."""
+        entries = list(entries)
+        for key, value in entries:
+            self._check(key, value)
+        self.inner.put_all(entries)
+
+
 class SerializedStore(WrappedStore[K, V], Generic[K, V]):
     """Serialises keys and values on the way down, deserialises on the way up (Samza's
     ``SerializedKeyValueStore``).
@@ -39,8 +126,10 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
         key_serde: Serde | None,
         msg_serde: Serde | None,
         metrics: MetricsGroup | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(inner)
+        self.name = name
         self.key_serde = key_serde
         self.msg_serde = msg_serde
         metrics = metrics or MetricsGroup("unnamed-store")
@@ -62,14 +151,21 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
 
     def put(self, key: K, value: V | None) -> None:
         """Serialise and write one entry."""
-        kb = self._kb(key)
-        if value is None:
-            self._bytes_written.value += len(kb)
-            self.inner.put(kb, None)
-            return
-        vb = self._vb(value)
-        self._bytes_written.value += len(kb) + len(vb)
+        try:
+            kb = self._kb(key)
+            vb = None if value is None else self._vb(value)
+        except (SerdeError, TypeError) as exc:
+            raise self._misfit(key, value, exc) from None
+        self._bytes_written.value += len(kb) + (0 if vb is None else len(vb))
         self.inner.put(kb, vb)
+
+    def _misfit(self, key: K, value: V | None, exc: Exception) -> StoreError:
+        """The :func:`serde_misfit` error of the key or value that failed."""
+        try:
+            self._kb(key)
+        except Exception:  # noqa: BLE001 - the key was the one that failed
+            return serde_misfit(self.name or "?", "key", key, value, exc)
+        return serde_misfit(self.name or "?", "value", key, value, exc)
 
     def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
         """Serialise every entry, then write them in one batch."""
@@ -77,7 +173,12 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
         if kb is _identity and vb is _identity:  # a bytes store: nothing to encode
             encoded = list(entries)
         else:
-            encoded = [(kb(k), None if v is None else vb(v)) for k, v in entries]
+            encoded = []
+            for k, v in entries:
+                try:
+                    encoded.append((kb(k), None if v is None else vb(v)))
+                except (SerdeError, TypeError) as exc:
+                    raise self._misfit(k, v, exc) from None
         self._bytes_written.value += sum(len(k) + (len(v) if v is not None else 0) for k, v in encoded)
         self.inner.put_all(encoded)
 

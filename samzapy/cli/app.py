@@ -9,9 +9,11 @@ import click
 from samzapy.cli.boundary import Group
 from samzapy.cli.broker import broker
 from samzapy.cli.checkpoint import checkpoint
+from samzapy.cli.consume import consume
 from samzapy.cli.generate import generate
 from samzapy.cli.logs import setup_logging
 from samzapy.cli.options import logging_options
+from samzapy.cli.produce import produce
 from samzapy.cli.quickstart import quickstart
 from samzapy.cli.replay import replay
 from samzapy.cli.run import run
@@ -29,5 +31,5 @@ def main(verbose: bool, log_file: Path | None) -> None:
     setup_logging(verbose, log_file=log_file)
 
 
-for _command in (run, broker, checkpoint, generate, quickstart, replay):
+for _command in (run, broker, checkpoint, generate, produce, consume, quickstart, replay):
     main.add_command(_command)

@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from samzapy.cli.boundary import Group
+from samzapy.errors import BrokerError
 from samzapy.kafka import broker as dev_broker
 
 _STATE_DIR = click.option(
@@ -32,12 +34,23 @@ def broker() -> None:
     type=click.IntRange(1, 65535),
     default=dev_broker.DEFAULT_PORT,
     show_default=True,
-    help="TCP port on 127.0.0.1.",
+    envvar="SAMZAPY_BROKER_PORT",
+    show_envvar=True,
+    help="TCP port on 127.0.0.1 (also what 'embedded' in a job's config connects to).",
 )
 @_STATE_DIR
-def start(port: int, state_dir: Path | None) -> None:
+@click.pass_context
+def start(ctx: click.Context, port: int, state_dir: Path | None) -> None:
     """Start the broker in the background (or report the one already running)."""
     already = dev_broker.status(state_dir)
+    given = ctx.get_parameter_source("port")
+    if already is not None and given is not ParameterSource.DEFAULT and already.port != port:
+        source = "--port" if given is ParameterSource.COMMANDLINE else "SAMZAPY_BROKER_PORT"
+        msg = (
+            f"a broker already runs at {already.bootstrap_servers} (pid {already.pid}), not on port "
+            f"{port} ({source}): use that one, or stop it first with: samzapy broker stop"
+        )
+        raise BrokerError(msg)
     info = dev_broker.start(port=port, state_dir=state_dir)
     verb = "already running" if already is not None else "started"
     click.echo(f"broker {verb} at {info.bootstrap_servers} (pid {info.pid}, log {info.log_path})")

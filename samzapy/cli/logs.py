@@ -13,9 +13,11 @@ import logging
 import sys
 from pathlib import Path
 
+from samzapy import user_code
+
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 #: ``extra={VERBOSE_ONLY: True}`` keeps a record off the console unless ``-v`` was given.
-VERBOSE_ONLY = "samzapy_verbose_only"
+VERBOSE_ONLY = user_code.VERBOSE_ONLY
 _OURS = "_samzapy_cli_handler"
 
 

@@ -55,3 +55,37 @@ def one_config_path(positional: str | None, option: str | None) -> str:
         msg = "give the job's config: CONFIG or --config-path CONFIG"
         raise click.UsageError(msg)
     return chosen
+
+
+def bootstrap_options(func: F) -> F:
+    """``--bootstrap SERVERS`` or ``--config-path PATH`` (the job's brokers); neither means the
+    embedded dev broker (see :func:`broker_address`)."""
+    func = config_path_option(required=False)(func)
+    return click.option(
+        "--bootstrap",
+        metavar="HOST:PORT",
+        help="Broker address ('embedded' for the dev broker, the default without --config-path).",
+    )(func)
+
+
+def broker_address(bootstrap: str | None, config_path: str | None, role: str) -> str:
+    """The broker to talk to: ``--bootstrap``, else the job's ``systems.kafka.<role>.bootstrap.servers``
+    from ``--config-path``, else ``embedded``; ``embedded`` resolves to the dev broker (started
+    when none runs, on ``$SAMZAPY_BROKER_PORT``).
+
+    Raises:
+        click.UsageError: both ``--bootstrap`` and ``--config-path`` were given.
+    """
+    from samzapy.config import load_config
+    from samzapy.kafka.broker import resolve_bootstrap_servers
+
+    if bootstrap and config_path:
+        msg = "give --bootstrap or --config-path, not both"
+        raise click.UsageError(msg)
+    value = bootstrap or "embedded"
+    if config_path:
+        config = load_config(config_path)
+        value = config.get(f"systems.kafka.{role}.bootstrap.servers") or config.get(
+            "systems.kafka.consumer.bootstrap.servers", "localhost:9092"
+        )
+    return resolve_bootstrap_servers(value)

@@ -18,12 +18,13 @@ from pathlib import Path
 
 from samzapy.config import keys as catalogue
 from samzapy.config.app import application_view
+from samzapy.config.clients import check_client_settings
 from samzapy.config.model import JobConfig, SerdeSpec, StreamConfig
 from samzapy.config.properties import Config
 from samzapy.config.reporters import reporter_specs
 from samzapy.config.stores import check_system, store_configs
 from samzapy.config.types import BUILTIN_SERDES, SERDE_CLASS, SERDE_REF
-from samzapy.config.user_code import resolve_task_class
+from samzapy.config.user_code import resolve_serde_factory, resolve_task_class
 from samzapy.config.validation import Validation
 from samzapy.errors import ConfigError
 from samzapy.streams import SystemStream
@@ -53,11 +54,12 @@ def parse_job_config(config: Config, *, check_task_class: bool = False) -> JobCo
         check_system(check, "task.inputs", stream, system)
     if "task.dead.letter.stream" in check.parsed:
         check_system(check, "task.dead.letter.stream", check.parsed["task.dead.letter.stream"], system)
-    serializers = _serializers(check)
+    serializers = _serializers(check, import_code=check_task_class)
     _check_serde_refs(check, serializers)
     streams = _streams(check, system)
     stores = store_configs(check, system, inputs, import_code=check_task_class)
     reporters = reporter_specs(check, system)
+    check_client_settings(check)
     _check_standbys(check)
     task_type = _task_type(check) if check_task_class and "task.class" in check.parsed else None
     check.raise_problems()
@@ -104,9 +106,11 @@ def _resolve_system(check: Validation) -> str:
 
 
 def _check_serde_refs(check: Validation, registered: dict[str, SerdeSpec]) -> None:
+    # A serde whose class is wrong is reported once, at its class key, not at every use.
+    named = set(registered) | set(check.names("serde"))
     for key, value in check.parsed.items():
         found = catalogue.find_spec(key)
-        if found is None or found[0].type is not SERDE_REF or value in registered:
+        if found is None or found[0].type is not SERDE_REF or value in named:
             continue
         hint = difflib.get_close_matches(value, list(registered), n=1)
         tail = f"did you mean '{hint[0]}'? " if hint else ""
@@ -117,7 +121,7 @@ def _check_serde_refs(check: Validation, registered: dict[str, SerdeSpec]) -> No
         )
 
 
-def _serializers(check: Validation) -> dict[str, SerdeSpec]:
+def _serializers(check: Validation, *, import_code: bool) -> dict[str, SerdeSpec]:
     result = {name: SerdeSpec(name, name) for name in BUILTIN_SERDES}
     for name, first_key in check.names("serde").items():
         prefix = f"serializers.registry.{name}."
@@ -134,8 +138,20 @@ def _serializers(check: Validation) -> dict[str, SerdeSpec]:
             continue
         schema = _schema(check, prefix + "schema", kind, required=True)
         reader = _schema(check, prefix + "reader.schema", kind, required=False)
-        result[name] = SerdeSpec(name, kind, schema, reader)
+        spec = SerdeSpec(name, kind, schema, reader)
+        if spec.custom and import_code:
+            spec = SerdeSpec(name, kind, factory=_serde_factory(check, class_key, kind))
+        result[name] = spec
     return result
+
+
+def _serde_factory(check: Validation, key: str, spec: str) -> object | None:
+    try:
+        return resolve_serde_factory(spec, key, check.at(key))
+    except ConfigError as exc:
+        for message in getattr(exc, "problems", [str(exc)]):
+            check.problem(key, message)
+        return None
 
 
 def _schema(check: Validation, key: str, kind: str, *, required: bool) -> Path | None:

@@ -31,12 +31,23 @@ ROCKSDB_COMPRESSIONS = ("none", "snappy", "lz4", "zstd")
 
 @dataclass(frozen=True)
 class SerdeSpec:
-    """A registered serde: ``serializers.registry.<name>.class`` (+ avro schema paths)."""
+    """A registered serde: ``serializers.registry.<name>.class`` (+ avro schema paths).
+
+    ``kind`` is one of :data:`SERDE_KINDS`, or the ``module:Class`` of the user's own serde;
+    ``factory`` is then what that names (imported once, with the task class), or ``None``
+    when the configuration was parsed without importing user code.
+    """
 
     name: str
     kind: str
     schema_path: Path | None = None
     reader_schema_path: Path | None = None
+    factory: Any = None
+
+    @property
+    def custom(self) -> bool:
+        """Whether this is the user's own serde class (``module:Class`` or a dotted path)."""
+        return self.kind not in SERDE_KINDS and (":" in self.kind or "." in self.kind)
 
 
 @dataclass(frozen=True)

@@ -155,8 +155,17 @@ def parse_properties(text: str, source: str) -> list[Property]:
     [('a', '2', 2)]
     """
     entries: dict[str, Property] = {}
+    unseparated = []
     for number, logical in _logical_lines(text):
         raw_key, raw_value = _split_entry(logical)
+        if raw_key == logical.rstrip(_WHITESPACE):
+            # Java reads a lone word as a key with an empty value; here it is always a slip
+            # (a lost '=', a value glued to its key): say so rather than keep an empty key.
+            unseparated.append(
+                f"'{_short(logical)}' ({source}:{number}) has no separator: write key=value "
+                f"(a key with an empty value: key=)"
+            )
+            continue
         prop = Property(
             _unescape(raw_key, source, number), _unescape(raw_value, source, number), source, number
         )
@@ -169,7 +178,13 @@ def parse_properties(text: str, source: str) -> list[Property]:
                 previous.location,
             )
         entries[prop.key] = prop
+    if unseparated:
+        raise config_error(source, unseparated)
     return list(entries.values())
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _path_of(path: str | Path) -> Path:

@@ -281,9 +281,36 @@ SERDE_REF = ValueType(
     "a serde name: registered with serializers.registry.<serde>.class or built in "
     "(" + ", ".join(BUILTIN_SERDES) + ")"
 )
-SERDE_CLASS = ChoiceType(
-    "a serde kind (string, json, integer, long, bytes, avro) or a Samza serde factory "
-    "class such as org.apache.samza.serializers.StringSerdeFactory",
+@dataclass(frozen=True)
+class SerdeClassType(ChoiceType):
+    """A serde kind or alias (parses to the kind), or the user's own serde as ``module:Class``
+    or ``package.module.Class`` (parses to itself; imported with the task class). A Java class
+    name samzapy has no counterpart for (``org.apache.samza.*``, ``com.*``, ...) is refused.
+
+    >>> SERDE_CLASS.parse("org.apache.samza.serializers.JsonSerdeFactory"), SERDE_CLASS.parse("my.serdes:Csv")
+    ('json', 'my.serdes:Csv')
+    """
+
+    def parse(self, raw: str) -> str:
+        """The serde kind, or the user's ``module:Class``."""
+        try:
+            return super().parse(raw)
+        except ValueError:
+            pass
+        value = raw.strip()
+        java = value.startswith(("org.", "com.", "io.", "net.")) and ":" not in value
+        if java or not _PYTHON_PATH.match(value):
+            raise ValueError(raw)
+        return value
+
+
+_PYTHON_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*)?$")
+SERDE_CLASS = SerdeClassType(
+    "a serde kind (string, json, integer, long, bytes, avro), one of Samza's serde factories "
+    "samzapy has a counterpart for (org.apache.samza.serializers.StringSerdeFactory, "
+    "JsonSerdeFactory, JsonSerdeV2Factory, IntegerSerdeFactory, LongSerdeFactory, ByteSerdeFactory, "
+    "ByteBufferSerdeFactory, AvroSerdeFactory), or your own Python serde as module:Class "
+    "(docs/configuration.md, 'Your own serde')",
     SERDE_CLASS_ALIASES,
 )
 STORE_FACTORY = ChoiceType(

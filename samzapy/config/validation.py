@@ -9,6 +9,7 @@ them all at once, in file order.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from typing import Any
 
@@ -73,6 +74,29 @@ class Validation:
         for key in self.config:
             if catalogue.is_reserved(key):
                 self._classify(key)
+            else:
+                self._near_reserved(key)
+
+    def _near_reserved(self, key: str) -> None:
+        """An application key whose first word is a misspelt reserved prefix (``store.``,
+        ``system.``, ...) and which, spelt right, is a key samzapy reads: a typo that would
+        otherwise be silently kept as an application key (a store without its changelog, say)."""
+        first, dot, rest = key.partition(".")
+        if not dot:
+            return
+        prefixes = [p.rstrip(".") for p in catalogue.RESERVED_PREFIXES]
+        close = difflib.get_close_matches(first.lower(), prefixes, n=1, cutoff=0.75)
+        if not close:
+            return
+        meant = f"{close[0]}.{rest}"
+        found = catalogue.find_spec(meant)
+        # Only a key samzapy reads by name: "metric.name" may well be the application's own.
+        if found is not None and not found[0].passthrough:
+            self.problem(
+                key,
+                f"Unknown key '{key}' ({self.at(key)}): did you mean '{meant}'? ('{first}.' is not one of "
+                f"samzapy's prefixes, so the key would be kept as an application key and ignored)",
+            )
 
     def _classify(self, key: str) -> None:
         found = catalogue.find_spec(key)

@@ -95,13 +95,13 @@ class TaskCollector:
             resolved = self._outputs.resolve(stream)
             self._last = (stream, resolved)
             key_serde, msg_serde, partitions = resolved
-        key = _encode(key_serde, envelope.key, stream, "key")
-        value = None if envelope.message is None else _encode(msg_serde, envelope.message, stream, "message")
+        key = encode_output(key_serde, envelope.key, stream, "key")
+        value = encode_output(msg_serde, envelope.message, stream, "message")
         partition = envelope.partition
         if partition is None:
             if envelope.partition_key is not None:
                 partition = partition_for_key(
-                    _encode(key_serde, envelope.partition_key, stream, "key"), partitions
+                    encode_output(key_serde, envelope.partition_key, stream, "key"), partitions
                 )
             elif key is not None:
                 partition = partition_for_key(key, partitions)
@@ -124,16 +124,36 @@ class TaskCollector:
         self.writes.value += 1
 
 
-def _encode(serde: Any, value: Any, stream: SystemStream, what: str) -> bytes | None:
+def encode_output(serde: Any, value: Any, stream: SystemStream, what: str) -> bytes | None:
+    """``value`` (the ``what``: "key" or "message") serialised for ``stream`` with ``serde``.
+
+    Raises:
+        SerdeError: the value does not fit; the message names the stream and the config keys
+            that choose its serde, in the task's own ``send()``.
+    """
     if value is None:
         return None
+    kind = "key" if what == "key" else "msg"
     if serde is None:
         if isinstance(value, bytes | bytearray | memoryview):
             return bytes(value)
-        kind = "key" if what == "key" else "msg"
         msg = (
             f"cannot send a {type(value).__name__} as the {what} of '{stream}': the stream has no "
             f"serde; set systems.{stream.system}.streams.{stream.stream}.samza.{kind}.serde"
         )
         raise SerdeError(msg)
-    return serde.to_bytes(value)
+    try:
+        return serde.to_bytes(value)
+    except SerdeError as exc:
+        msg = (
+            f"cannot send {_short(value)} ({type(value).__name__}) as the {what} of '{stream}': {exc}. "
+            f"The stream's {what} serde is set by systems.{stream.system}.streams.{stream.stream}.samza."
+            f"{kind}.serde (or systems.{stream.system}.samza.{kind}.serde): send a {what} it takes, or "
+            f"set a serde that fits there"
+        )
+        raise SerdeError(msg) from None
+
+
+def _short(obj: Any, limit: int = 60) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[:limit] + "..."

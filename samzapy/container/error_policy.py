@@ -37,6 +37,7 @@ from samzapy.errors import StorageFailure, TaskError
 from samzapy.kafka.producer import RecordTooLargeError
 from samzapy.metrics import MetricsGroup
 from samzapy.streams import SystemStreamPartition
+from samzapy.user_code import log_user_traceback, user_line
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +189,10 @@ class ErrorPolicy:
             log.warning("skipped the message at %s: %s (%s)", where, what, cause)
             return
         text = f"task {task_name}: {what} for the message at {where}: {cause}"
+        if not deserialising:
+            line = user_line(exc)
+            text += f" (at {line})" if line else ""
+            log_user_traceback(log, text, exc)
         raise MessageFailure(text, safe_to_commit=safe_to_commit) from exc
 
     def _dead_letter(

@@ -23,6 +23,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from samzapy import stopping
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
 from samzapy.config import JobConfig
 from samzapy.container.assignment import tasks_of
@@ -129,6 +130,7 @@ class Container:
             SamzapyError, or anything task code raised outside a message (``init``,
                 ``window``): the container closed, nothing since the last commit committed.
         """
+        stopping.reset()
         self._install_signal_handlers()
         try:
             self._start()
@@ -191,6 +193,7 @@ class Container:
                 signal.Signals(signum).name,
             )
             self._stop_requested = True
+            stopping.request_stop(f"{signal.Signals(signum).name} received")
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, handle)

@@ -12,7 +12,7 @@ from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import JobConfig
 from samzapy.container.inputs import InputPartition, Inputs
 from samzapy.errors import KafkaSystemError
-from samzapy.kafka.reading import reader_consumer
+from samzapy.kafka.reading import reader_consumer, true_end_offsets
 from samzapy.kafka.settings import client_settings
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 
@@ -36,8 +36,10 @@ def input_partition_counts(admin: Any, job: JobConfig) -> tuple[int, dict[System
         count = admin.partition_count(stream.stream)
         if count is None and stream not in intermediate:
             msg = (
-                f"input stream '{stream}' does not exist on the broker; create the topic "
-                f"(or produce to it, e.g. with 'samzapy generate') before starting the job"
+                f"input stream '{stream}' does not exist on the broker; create it and feed it "
+                f"before starting the job, e.g. samzapy produce {stream.stream} --partitions N "
+                f"--file records.jsonl (see the records with: samzapy consume {stream.stream} "
+                f"--from-beginning)"
             )
             raise KafkaSystemError(msg)
         if count is not None:
@@ -106,7 +108,9 @@ def open_inputs(
         for s, count in input_counts.items()
         if task.partition < count
     ]
-    ends = consumer.end_offsets([tp for _, _, tp in tps]) if tps else {}
+    # The true end, not the reported one (which the dev broker undercounts, see
+    # samzapy.kafka.reading): "upcoming" starts there, --exit-at-end stops there.
+    ends = true_end_offsets(consumer, [tp for _, _, tp in tps])
     begins = consumer.beginning_offsets([tp for _, _, tp in tps]) if tps else {}
     parts: list[InputPartition] = []
     for task, ssp, tp in tps:

@@ -30,6 +30,7 @@ from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.factory import build_store
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
+from samzapy.user_code import user_failure
 
 #: Makes the changelog writer of a logged store for a task: ``(store config, partition)``.
 ChangelogFor = Callable[[StoreConfig, int], Any]
@@ -125,7 +126,8 @@ class TaskBuilder:
         return self.registry.group(f"task.{task_name_for(partition)}")
 
     def init_task(self, task: Any, partition: int, stores: dict[str, Any]) -> None:
-        """Call ``task.init(context)`` (if the task has an ``init``) with the task's context."""
+        """Call ``task.init(context)`` (if the task has an ``init``) with the task's context;
+        what ``init`` raises passes through as it is (the harness shows it to the test)."""
         if hasattr(task, "init"):
             task.init(self.context(partition, stores))
 
@@ -146,7 +148,12 @@ class TaskBuilder:
         policy: ErrorPolicy,
     ) -> TaskInstance:
         """The :class:`TaskInstance` running ``task`` over ``inputs`` with ``stores``, outputs
-        sent through ``producer`` (``task.drop.producer.errors`` applied), ``init`` called."""
+        sent through ``producer`` (``task.drop.producer.errors`` applied), ``init`` called.
+
+        Raises:
+            TaskError: ``init`` raised; the message names the task and the user's line, and
+                the user's traceback is logged (:mod:`samzapy.user_code`).
+        """
         name = task_name_for(partition)
         metrics = self.task_metrics(partition)
         collector = TaskCollector(
@@ -158,5 +165,8 @@ class TaskBuilder:
         )
         serdes = {ssp: self.serdes.for_stream(ssp.system_stream) for ssp in inputs}
         instance = TaskInstance(name, partition, task, stores, collector, serdes, policy, metrics)
-        self.init_task(task, partition, stores)
+        try:
+            self.init_task(task, partition, stores)
+        except Exception as exc:
+            raise user_failure(name, "init() raised", exc) from exc
         return instance

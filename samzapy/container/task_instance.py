@@ -14,6 +14,7 @@ from samzapy.metrics import MetricsGroup
 from samzapy.stores.engine import StorageEngine
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import ClosableTask, IncomingMessageEnvelope, InitableTask, WindowableTask
+from samzapy.user_code import user_failure
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +168,10 @@ class TaskInstance:
         """Call the task's ``window`` (if it is windowable)."""
         if isinstance(self.task, WindowableTask):
             self.collector.begin("window", int(time.time() * 1000))
-            self.task.window(self.collector, self.coordinator)
+            try:
+                self.task.window(self.collector, self.coordinator)
+            except Exception as exc:
+                raise user_failure(self.task_name, "window() raised", exc) from exc
             self._window_calls.inc()
         self.last_window = time.monotonic()
 

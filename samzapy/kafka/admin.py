@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient
 from kafka import errors as kafka_errors
 
+from samzapy import stopping
 from samzapy.errors import KafkaSystemError
 
 log = logging.getLogger(__name__)
@@ -44,14 +46,19 @@ def retry_unreachable(
 ) -> T:
     """Run ``action``, retrying kafka-python's retriable errors with exponential backoff.
 
-    Each retry logs a WARNING naming ``address``; after ``deadline_s`` seconds the last error
-    is raised as a ``KafkaSystemError``.
+    Each failed attempt logs one WARNING naming ``address`` (kafka-python's own connection
+    errors are kept off the log meanwhile, unless it logs at INFO, as with ``-v``); after
+    ``deadline_s`` seconds the last error is raised as a ``KafkaSystemError``, and at once,
+    between attempts, when a stop was requested (:mod:`samzapy.stopping`: SIGTERM).
     """
     give_up_at = time.monotonic() + deadline_s
     backoff = _FIRST_BACKOFF_S
+    attempt = 0
     while True:
+        attempt += 1
         try:
-            return action()
+            with _quiet_client_logs():
+                return action()
         except kafka_errors.RetriableError as exc:
             if isinstance(exc, kafka_errors.UnknownTopicOrPartitionError):
                 raise  # "retriable" in Kafka's sense (metadata may be stale), but an answer here
@@ -65,16 +72,39 @@ def retry_unreachable(
                 raise KafkaSystemError(msg) from exc
             pause = min(backoff, left)
             log.warning(
-                "Kafka broker at %s unreachable while trying to %s (%s); retrying in %.2f s, "
-                "giving up in %.0f s",
+                "Kafka broker at %s unreachable while trying to %s (attempt %d: %s); retrying in "
+                "%.2f s, giving up in %.0f s",
                 address,
                 what,
+                attempt,
                 exc,
                 pause,
                 left,
             )
-            time.sleep(pause)
+            if stopping.wait(pause) or stopping.stop_reason():
+                plural = "s" if attempt > 1 else ""
+                msg = (
+                    f"stopped while waiting for the Kafka broker at {address} to {what} (after "
+                    f"{attempt} attempt{plural}): {stopping.stop_reason()}"
+                )
+                raise KafkaSystemError(msg) from exc
             backoff = min(backoff * 2, _MAX_BACKOFF_S)
+
+
+@contextmanager
+def _quiet_client_logs() -> Iterator[None]:
+    """Keep kafka-python's per-connection errors off the log during one attempt: the retry
+    loop says what happened in one line. With ``-v`` (kafka-python at INFO) they stay."""
+    client = logging.getLogger("kafka")
+    if client.getEffectiveLevel() <= logging.INFO:
+        yield
+        return
+    level = client.level
+    client.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        client.setLevel(level)
 
 
 class TopicAdmin:

@@ -105,3 +105,28 @@ def read_partition(
         highwater = consumer.highwater(tp)
         if highwater is not None and position >= highwater:
             return
+
+
+def true_end_offset(consumer: KafkaConsumer, tp: TopicPartition) -> int:
+    """The offset the next record of ``tp`` will get: the reported end, corrected for brokers
+    that undercount it (see module doc) by reading the rest of the last batch.
+
+    Costs one fetch of the partition's last batch; ``consumer`` is left assigned to ``tp``.
+    """
+    end = end_offset(consumer, tp)
+    for batch in read_partition(consumer, tp, end):
+        end = batch[-1].offset + 1
+    return end
+
+
+def true_end_offsets(consumer: KafkaConsumer, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """:func:`true_end_offset` of every partition in ``tps``; an empty one (reported end 0:
+    no batch at all) costs no fetch. ``consumer`` is left assigned to the last one read."""
+    reported = consumer.end_offsets(tps) if tps else {}
+    ends = {}
+    for tp in tps:
+        ends[tp] = reported[tp]
+        if reported[tp] > 0:
+            for batch in read_partition(consumer, tp, reported[tp]):
+                ends[tp] = batch[-1].offset + 1
+    return ends

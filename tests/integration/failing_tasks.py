@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from samzapy import InitableTask, StreamTask
+from samzapy import InitableTask, StreamTask, WindowableTask
 
 
 class FailsAtOffsetThree(StreamTask):
@@ -24,3 +24,16 @@ class FailsInInit(StreamTask, InitableTask):
 
     def process(self, envelope, collector, coordinator) -> None:
         pass
+
+
+class FailsInWindow(StreamTask, WindowableTask):
+    """Raises a ZeroDivisionError from a helper that window() calls."""
+
+    def process(self, envelope, collector, coordinator) -> None:
+        pass
+
+    def window(self, collector, coordinator) -> None:
+        self._rate(0)
+
+    def _rate(self, seconds: int) -> float:
+        return 1 / seconds

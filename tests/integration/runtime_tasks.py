@@ -23,6 +23,13 @@ class DeliveryOrderTask(StreamTask):
         )
 
 
+class IgnoresEverything(StreamTask):
+    """Processes every message and does nothing with it (for tests about offsets)."""
+
+    def process(self, envelope, collector, coordinator) -> None:
+        pass
+
+
 class EchoTask(StreamTask):
     """Sends every message, as it is, to ``<input stream>-out`` with the same key."""
 

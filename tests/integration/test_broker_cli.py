@@ -59,3 +59,38 @@ def test_bad_port_is_a_usage_error() -> None:
     result = CliRunner().invoke(broker, ["start", "--port", "0"])
     assert result.exit_code == 2
     assert "Invalid value for '--port'" in result.output
+
+
+def test_a_second_start_on_another_port_says_where_the_broker_runs(tmp_path: Path) -> None:
+    runner = CliRunner()
+    port, other = dev_broker.free_port(), dev_broker.free_port()
+    state = ["--state-dir", str(tmp_path)]
+    started = runner.invoke(broker, ["start", "--port", str(port), *state])
+    try:
+        assert started.exit_code == 0, started.output
+        pid = dev_broker.status(tmp_path).pid
+        again = runner.invoke(broker, ["start", "--port", str(other), *state])
+        assert again.exit_code == 1
+        assert again.stderr == (
+            f"Error: a broker already runs at 127.0.0.1:{port} (pid {pid}), not on port {other} "
+            f"(--port): use that one, or stop it first with: samzapy broker stop\n"
+        )
+        assert not dev_broker.port_open(other)
+        by_env = runner.invoke(broker, ["start", *state], env={"SAMZAPY_BROKER_PORT": str(other)})
+        assert by_env.exit_code == 1
+        assert f"not on port {other} (SAMZAPY_BROKER_PORT)" in by_env.stderr
+    finally:
+        runner.invoke(broker, ["stop", *state])
+
+
+def test_start_honours_samzapy_broker_port(tmp_path: Path) -> None:
+    runner = CliRunner()
+    port = dev_broker.free_port()
+    state = ["--state-dir", str(tmp_path)]
+    started = runner.invoke(broker, ["start", *state], env={"SAMZAPY_BROKER_PORT": str(port)})
+    try:
+        assert started.exit_code == 0, started.output
+        assert f"broker started at 127.0.0.1:{port}" in started.output
+        assert dev_broker.port_open(port)
+    finally:
+        runner.invoke(broker, ["stop", *state])

@@ -55,7 +55,8 @@ def test_a_task_that_raises_prints_one_error_line_with_cause_and_fix(tmp_path, b
     [line] = _error_lines(result.stderr)
     assert line == (
         f"Error: task Partition 0: process() raised for the message at stream 'kafka.{topic_name}-in' "
-        "partition 0 offset 3: ValueError: no price for 'item-3'; the job stopped after committing "
+        "partition 0 offset 3: ValueError: no price for 'item-3' (at failing_tasks.py:16 in process); "
+        "the job stopped after committing "
         "every message before it. Fix the task (run with -v for the traceback), or go on past such "
         "messages: task.ignored.exceptions=ValueError skips them, task.dead.letter.stream=kafka.<stream> "
         "keeps them aside"
@@ -87,8 +88,8 @@ def test_a_failing_init_names_the_exception_and_where_it_was_raised(tmp_path, br
 
     assert result.returncode == 1
     assert _error_lines(result.stderr) == [
-        "Error: RuntimeError: the price table did not load (raised at failing_tasks.py:23 in init); "
-        "run with -v for the traceback"
+        "Error: task Partition 0: init() raised RuntimeError: the price table did not load "
+        "(at failing_tasks.py:23 in init). Fix the task (run with -v for the traceback)"
     ]
     assert "Traceback" not in result.stderr and CHAIN not in result.stderr
 
@@ -124,3 +125,33 @@ def test_a_failing_tool_prints_one_error_line_too(tmp_path):
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: store 's' at ")
     assert "is missing" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_failing_window_names_the_task_and_the_users_line(tmp_path, broker, topic_name):
+    config = _config(tmp_path, broker, topic_name, "FailsInWindow")
+
+    result = _samzapy("run", str(config), "--exit-at-end", "--config", "task.window.ms=1")
+
+    assert result.returncode == 1
+    assert _error_lines(result.stderr) == [
+        "Error: task Partition 0: window() raised ZeroDivisionError: division by zero "
+        "(at failing_tasks.py:39 in _rate). Fix the task (run with -v for the traceback)"
+    ]
+    assert "Traceback" not in result.stderr
+
+
+def test_with_v_the_users_traceback_comes_before_the_stop_summary(tmp_path, broker, topic_name):
+    config = _config(tmp_path, broker, topic_name, "FailsAtOffsetThree")
+
+    verbose = _samzapy("-v", "run", str(config), "--exit-at-end")
+
+    assert verbose.returncode == 1
+    own = verbose.stderr.index(
+        f"process() raised for the message at stream 'kafka.{topic_name}-in' partition 0 offset 3: "
+        "ValueError: no price for 'item-3' (at failing_tasks.py:16 in process):\n"
+        "Traceback (most recent call last):\n"
+        '  File "'
+    )
+    users = verbose.stderr[own:].split("\n")[2:6]
+    assert users[0].endswith('failing_tasks.py", line 16, in process')  # no container frame first
+    assert "run_loop: stopped: " in verbose.stderr[own:], verbose.stderr[own:]

@@ -24,7 +24,6 @@ def entries(text: str) -> list[tuple[str, str, int]]:
         ("a 1", [("a", "1", 1)]),
         ("a\t\t1", [("a", "1", 1)]),
         ("a = = 1", [("a", "= 1", 1)]),
-        ("a", [("a", "", 1)]),
         ("a=", [("a", "", 1)]),
         ("   a=1", [("a", "1", 1)]),
         ("a=1  ", [("a", "1  ", 1)]),  # Java keeps trailing whitespace of values
@@ -192,3 +191,15 @@ def test_typed_getter_error_names_key_value_location_and_expectation(
 def test_typed_getter_without_default_requires_the_key() -> None:
     with pytest.raises(ConfigError, match="'app.x' is required"):
         Config.from_dict({}).get_int("app.x")
+
+
+def test_a_line_without_a_separator_is_reported_with_its_place() -> None:
+    """Java would read a lone word as a key with an empty value; it is always a slip here."""
+    with pytest.raises(ConfigError) as info:
+        parse_properties("job.name=j\ntask.commit.ms5000\nx=1\nlonely\n", "job.properties")
+    assert str(info.value) == (
+        "2 problems in job.properties:\n"
+        "  - 'task.commit.ms5000' (job.properties:2) has no separator: write key=value (a key with an "
+        "empty value: key=)\n"
+        "  - 'lonely' (job.properties:4) has no separator: write key=value (a key with an empty value: key=)"
+    )

@@ -31,9 +31,23 @@ def _package_folders() -> set[str]:
     return found
 
 
+def _data_packages() -> set[str]:
+    """Mapped folders without code that ship as package data (config/)."""
+    setuptools = _pyproject()["tool"]["setuptools"]
+    return {name for name in setuptools["package-dir"] if name in setuptools["package-data"]}
+
+
 def test_every_package_folder_is_listed_in_pyproject():
     listed = set(_pyproject()["tool"]["setuptools"]["packages"])
-    assert _package_folders() == listed
+    assert _package_folders() | _data_packages() == listed
+
+
+def test_the_example_configs_ship_as_package_data():
+    """config/ holds no code: it is a data package, and every job file in it is included."""
+    setuptools = _pyproject()["tool"]["setuptools"]
+    assert setuptools["package-dir"]["samzapy.example_configs"] == "config"
+    assert not (ROOT / "config" / "__init__.py").exists()
+    assert "*.properties" in setuptools["package-data"]["samzapy.example_configs"]
 
 
 def test_mapped_folders_are_flat():

@@ -15,7 +15,7 @@ from samzapy.stores.factory import build_store
 from samzapy.stores.logged import LoggedStore
 from samzapy.stores.memory import InMemoryStore
 from samzapy.stores.rocksdb import RocksDBStore
-from samzapy.stores.serialized import SerializedStore
+from samzapy.stores.serialized import SerdeCheckedStore, SerializedStore
 from samzapy.streams import SystemStream
 from samzapy.testing import InMemoryChangelog
 
@@ -45,7 +45,14 @@ def build(tmp_path: Path, changelog=None, **options) -> StorageEngine:
 
 def test_rocksdb_logged_cached(tmp_path: Path) -> None:
     engine = build(tmp_path, InMemoryChangelog())
-    assert chain(engine) == [StorageEngine, CachedStore, SerializedStore, LoggedStore, RocksDBStore]
+    assert chain(engine) == [
+        StorageEngine,
+        SerdeCheckedStore,
+        CachedStore,
+        SerializedStore,
+        LoggedStore,
+        RocksDBStore,
+    ]
     assert engine.raw.path == tmp_path / "counts" / "Partition_3"
     assert (tmp_path / "counts" / "Partition_3").is_dir()
     engine.close()
@@ -59,7 +66,7 @@ def test_rocksdb_logged_without_cache(tmp_path: Path) -> None:
 
 def test_rocksdb_not_logged_cached(tmp_path: Path) -> None:
     engine = build(tmp_path)
-    assert chain(engine) == [StorageEngine, CachedStore, SerializedStore, RocksDBStore]
+    assert chain(engine) == [StorageEngine, SerdeCheckedStore, CachedStore, SerializedStore, RocksDBStore]
     engine.close()
 
 
@@ -71,7 +78,14 @@ def test_rocksdb_not_logged_without_cache(tmp_path: Path) -> None:
 
 def test_inmemory_logged_cached(tmp_path: Path) -> None:
     engine = build(tmp_path, InMemoryChangelog(), engine="inmemory")
-    assert chain(engine) == [StorageEngine, CachedStore, SerializedStore, LoggedStore, InMemoryStore]
+    assert chain(engine) == [
+        StorageEngine,
+        SerdeCheckedStore,
+        CachedStore,
+        SerializedStore,
+        LoggedStore,
+        InMemoryStore,
+    ]
     assert not (tmp_path / "counts").exists()
 
 

@@ -113,3 +113,59 @@ def test_errors_carry_the_file_in_the_heading() -> None:
     with pytest.raises(ConfigError) as info:
         resolve_task_class("no_such_module_xyz:Task", "config/job.properties:2")
     assert str(info.value).startswith("1 problem in config/job.properties:")
+
+
+def test_no_such_attribute_suggests_the_closest_name(module) -> None:
+    name = module(TASK_MODULE)
+    assert resolve_error(f"{name}:Countr").endswith(
+        f"module '{name}' has no attribute 'Countr'; did you mean 'Counter'?"
+    )
+
+
+def test_no_such_attribute_lists_the_task_classes_when_nothing_is_close(module) -> None:
+    name = module(TASK_MODULE)
+    assert resolve_error(f"{name}:Zzz").endswith("has no attribute 'Zzz'; its task classes: Counter")
+
+
+def _unique(tmp_path: Path, folder: str) -> tuple[str, Path]:
+    name = f"taskmod_{next(_COUNTER)}"
+    where = tmp_path / folder
+    where.mkdir()
+    (where / f"{name}.py").write_text(TASK_MODULE)
+    return name, where
+
+
+@pytest.fixture
+def clean_path(monkeypatch: pytest.MonkeyPatch):
+    """Undo what resolving puts on sys.path and in sys.modules."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield
+    for name in [n for n in sys.modules if n.startswith("taskmod_")]:
+        del sys.modules[name]
+
+
+def test_a_module_next_to_the_properties_file_is_found(tmp_path: Path, clean_path, monkeypatch) -> None:
+    name, jobdir = _unique(tmp_path, "job")
+    (jobdir / "job.properties").write_text(f"task.class={name}:Counter\n")
+    monkeypatch.chdir(tmp_path)  # not the job's folder
+    cls = resolve_task_class(f"{name}:Counter", f"{jobdir / 'job.properties'}:1")
+    assert cls.__module__ == name and sys.path[0] == str(jobdir)
+
+
+def test_a_module_in_the_working_directory_is_found(tmp_path: Path, clean_path, monkeypatch) -> None:
+    name, cwd = _unique(tmp_path, "cwd")
+    monkeypatch.chdir(cwd)
+    assert resolve_task_class(f"{name}:Counter", "/elsewhere/job.properties:1").__name__ == "Counter"
+
+
+def test_a_module_nowhere_names_the_places_looked_in(tmp_path: Path, clean_path, monkeypatch) -> None:
+    (tmp_path / "job.properties").write_text("task.class=nowhere_xyz:Task\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        resolve_task_class("nowhere_xyz:Task", f"{tmp_path / 'job.properties'}:1")
+    where = f"{tmp_path / 'job.properties'}:1"
+    assert info.value.problems == [
+        f"'task.class' = 'nowhere_xyz:Task' ({where}): module 'nowhere_xyz' not found "
+        f"on sys.path nor in {tmp_path}: put nowhere_xyz.py next to the properties file, or install its "
+        f"package, or add its directory to PYTHONPATH"
+    ]

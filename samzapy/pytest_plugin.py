@@ -1,0 +1,46 @@
+"""A pytest fixture for testing tasks with :class:`samzapy.testing.TaskHarness`.
+
+Enable it in your ``conftest.py``::
+
+    pytest_plugins = ["samzapy.pytest_plugin"]
+
+then ask for ``task_harness`` in a test: it builds harnesses and closes them (their stores and
+temporary directories) when the test ends, passed or failed::
+
+    def test_counts(task_harness):
+        h = task_harness(MyTask, "my-job.properties")
+        h.send("kafka.clicks", "ann", {"user": "ann"})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samzapy.config import Config, load_config
+from samzapy.testing import TaskHarness
+
+#: ``task_harness(task, config=None, **kwargs)``: ``config`` is a dict of properties, a
+#: :class:`~samzapy.config.Config`, or the path of a ``.properties`` file.
+HarnessFactory = Callable[..., TaskHarness]
+_ConfigLike = dict[str, str] | Config | str | Path | None
+
+
+@pytest.fixture
+def task_harness() -> Iterator[HarnessFactory]:
+    """A factory of :class:`TaskHarness` objects, all closed at the end of the test."""
+    made: list[TaskHarness] = []
+
+    def make(task: Any, config: _ConfigLike = None, **kwargs: Any) -> TaskHarness:
+        if isinstance(config, str | Path):
+            config = load_config(config)
+        harness = TaskHarness(task, config, **kwargs)
+        made.append(harness)
+        return harness
+
+    yield make
+    for harness in reversed(made):
+        harness.close()
