@@ -31,8 +31,6 @@ from samzapy.streams import SystemStream
 TOPIC = "bench-restore-changelog"
 
 
-
-
 def produce(servers: str, n: int, topic: str = TOPIC) -> int:
     admin = KafkaAdminClient(bootstrap_servers=servers)
     admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact"})])

@@ -40,8 +40,6 @@ PARTITIONS = 4
 TOPIC = "bench-spark-restore-changelog"
 
 
-
-
 def produce(servers: str, n: int) -> dict[int, int]:
     with TopicAdmin(servers) as admin:
         admin.ensure_topic(TOPIC, PARTITIONS, compact=True)

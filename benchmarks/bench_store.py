@@ -29,8 +29,6 @@ from samzapy.streams import SystemStream
 REPEATS = 3
 
 
-
-
 class Str:
     def to_bytes(self, obj: str) -> bytes:
         return obj.encode()

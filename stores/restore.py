@@ -155,8 +155,7 @@ def _load_verified(raw: RawStore, checkpoint: LocalCheckpoint) -> bool:
         entries = raw.verify()
     except StoreCorruptError as exc:
         log.warning(
-            "local checkpoint %s is damaged, not used (deleted; trying an older one, else the "
-            "changelog): %s",
+            "local checkpoint %s is damaged, not used (deleted; trying an older one, else the changelog): %s",
             checkpoint.path,
             str(exc),  # not the exception: its traceback would keep the damaged database open
         )

@@ -105,4 +105,3 @@ def application_view(properties: Iterable[Property], source: str) -> AppConfig:
     ['app.x']
     """
     return AppConfig((p for p in properties if not is_reserved(p.key)), source)
-

@@ -84,4 +84,3 @@ def _warn_unlisted(check: Validation, listed: set[str]) -> None:
             name,
             name,
         )
-

@@ -281,6 +281,8 @@ SERDE_REF = ValueType(
     "a serde name: registered with serializers.registry.<serde>.class or built in "
     "(" + ", ".join(BUILTIN_SERDES) + ")"
 )
+
+
 @dataclass(frozen=True)
 class SerdeClassType(ChoiceType):
     """A serde kind or alias (parses to the kind), or the user's own serde as ``module:Class``

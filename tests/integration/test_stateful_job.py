@@ -224,8 +224,6 @@ def test_live_restored_and_replayed_stores_are_identical_after_a_crash(tmp_path,
     assert digest(live) == digest(restored) == digest(dict(replayed)) == digest(dict(expected))
 
 
-
-
 def test_clean_restart_replays_only_the_changelog_tail(tmp_path, broker):
     name = "count-incremental"
     first = produce_keyed(broker, f"{name}-in", 20_000, 3000, seed=1)

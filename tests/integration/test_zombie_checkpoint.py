@@ -143,9 +143,7 @@ def produce_named(broker: str, topic: str, keys: list[str]) -> Counter:
 
 def committed(broker: str, topic: str, generation: int) -> int:
     found = read_checkpoints(broker, topic)
-    return sum(
-        o for c in found.values() if c.generation == generation for o in c.input_offsets.values()
-    )
+    return sum(o for c in found.values() if c.generation == generation for o in c.input_offsets.values())
 
 
 def test_a_zombies_changelog_records_after_the_takeover_never_reach_a_restore(tmp_path, broker):

@@ -71,8 +71,7 @@ def assert_nothing_connected(listener: socket.socket) -> None:
             "is smaller than 'stores.counts.write.batch.size' (500, {file}:9)",
         ),
         (
-            "metrics.reporters=prometheus\n"
-            "metrics.reporter.prometheus.prot=9404\n",  # line 9
+            "metrics.reporters=prometheus\nmetrics.reporter.prometheus.prot=9404\n",  # line 9
             9,
             "Unknown key 'metrics.reporter.prometheus.prot' ({file}:9): did you mean "
             "'metrics.reporter.prometheus.port'?",

@@ -32,8 +32,6 @@ from samzapy.testing import InMemoryChangelog
 TASKS = 4
 
 
-
-
 def job_config(base: Path, engine: str = "rocksdb", cache: int = 100) -> JobConfig:
     counts = StoreConfig(
         "counts",

@@ -116,4 +116,3 @@ def test_invalid_options_are_reported_together(tmp_path: Path) -> None:
     ):
         assert expected in text
     assert not (tmp_path / "counts").exists()
-
