@@ -50,6 +50,7 @@ class ContainerStatus:
         self._since = time.time()
         self._standby: dict[str, Any] | None = None
         self._broker_down_since: float | None = None
+        self._membership: dict[str, Any] | None = None
 
     def restoring(self, tasks: Iterable[str]) -> None:
         """Start-up: these tasks are having their stores restored."""
@@ -73,6 +74,22 @@ class ContainerStatus:
         ``/health``: a failover of those tasks would restore from the changelog."""
         with self._lock:
             self._standby = {"status": status, "tasks": list(tasks), "error": error}
+
+    def task_state(self, task: str, status: str) -> None:
+        """Group mode: one task's status changed (``restoring``, ``running``); a task that
+        left this member is removed with :meth:`task_gone`."""
+        with self._lock:
+            self._tasks[task] = status
+
+    def task_gone(self, task: str) -> None:
+        """Group mode: the task left this member."""
+        with self._lock:
+            self._tasks.pop(task, None)
+
+    def membership(self, info: dict[str, Any] | None) -> None:
+        """Group mode: the member's group, generation and rebalance state, for ``/health``."""
+        with self._lock:
+            self._membership = info
 
     def broker_unreachable(self, since: float | None) -> None:
         """The broker has been unreachable since ``since`` (epoch seconds); ``None``: it
@@ -110,7 +127,8 @@ class ContainerStatus:
 
     def snapshot(self) -> dict[str, Any]:
         """``{status, since (epoch s), tasks: {task: status}, error}``, ``standby: {status,
-        tasks, error}`` when the container keeps standby replicas, and ``broker`` with
+        tasks, error}`` when the container keeps standby replicas, ``membership`` in group mode
+        (group, generation, rebalance state), and ``broker`` with
         ``broker_unreachable_since`` while the broker is unreachable."""
         with self._lock:
             body = {
@@ -121,6 +139,8 @@ class ContainerStatus:
             }
             if self._standby is not None:
                 body["standby"] = dict(self._standby)
+            if self._membership is not None:
+                body["membership"] = dict(self._membership)
             if self._broker_down_since is not None:
                 since = self._broker_down_since
                 body["broker"] = f"unreachable since {time.strftime('%H:%M:%S', time.localtime(since))}"

@@ -24,7 +24,12 @@ from samzapy.cli.options import config_path_option, one_config_path, overrides_o
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Which container of job.container.count this process is.",
+    help="Which container of job.container.count this process is (passthrough mode).",
+)
+@click.option(
+    "--instance-id",
+    help="Group mode: this member's static id (job.coordinator.instance.id): restarted within the "
+    "session timeout, it gets its tasks back without a rebalance.",
 )
 @click.option(
     "--exit-at-end",
@@ -41,6 +46,7 @@ def run(
     config_path: str | None,
     overrides: tuple[str, ...],
     container_id: int,
+    instance_id: str | None,
     exit_at_end: bool,
     metrics_file: Path | None,
 ) -> None:
@@ -50,7 +56,13 @@ def run(
 
     loaded = load_config(one_config_path(config, config_path), overrides)
     job = parse_job_config(loaded, check_task_class=True)
-    container = Container(job, container_id=container_id, exit_at_end=exit_at_end, metrics_path=metrics_file)
+    container = Container(
+        job,
+        container_id=container_id,
+        exit_at_end=exit_at_end,
+        metrics_path=metrics_file,
+        instance_id=instance_id,
+    )
     code = container.run()
     if code:
         raise click.exceptions.Exit(code)

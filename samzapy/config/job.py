@@ -196,6 +196,8 @@ def _streams(check: Validation, system: str) -> dict[SystemStream, StreamConfig]
 def _check_standbys(check: Validation) -> None:
     key = "job.standbytasks.replication.factor"
     factor, containers = check.parsed.get(key), check.parsed.get("job.container.count", 1)
+    if check.parsed.get("job.coordinator.factory", "passthrough") == "group":
+        return  # the group's leader places at most one copy per member (fewer in a small group)
     if factor is not None and factor > containers:
         check.invalid(
             key,

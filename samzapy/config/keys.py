@@ -27,6 +27,7 @@ from samzapy.config.types import (
     BOOL,
     BOOTSTRAP,
     COMPRESSION,
+    COORDINATOR_FACTORY,
     DIRECTORY,
     IGNORED,
     NAME,
@@ -255,12 +256,60 @@ KEYS: tuple[KeySpec, ...] = (
         field="container_count",
     ),
     _key(
+        "job.coordinator.factory",
+        COORDINATOR_FACTORY,
+        FROM_MODEL,
+        "How tasks are spread over containers. `passthrough`: statically, container I of "
+        "job.container.count runs the tasks p with p % count == I (one `--container-id` per process). "
+        "`group`: every `samzapy run` with this configuration joins one Kafka consumer group; the "
+        "group's leader places the tasks, and they move by themselves when members join, leave or "
+        "crash (docs/operations.md, Scaling out).",
+        _JOB,
+        field="coordinator",
+    ),
+    _key(
+        "job.coordinator.group.id",
+        STRING,
+        "samzapy-<job.name>-<job.id>",
+        "Group mode: the consumer group of the job's members (also where input offsets are committed, "
+        "for kafka-consumer-groups and lag monitors).",
+        _JOB,
+        field="coordinator_group_id",
+    ),
+    _key(
+        "job.coordinator.session.timeout.ms",
+        int_type(1000),
+        FROM_MODEL,
+        "Group mode: a member that sends no heartbeat for this long is out of the group and its tasks "
+        "move (the dev broker answers a join only after about half of it).",
+        _JOB,
+        field="session_timeout_ms",
+    ),
+    _key(
+        "job.coordinator.instance.id",
+        STRING,
+        FROM_MODEL,
+        "Group mode: static membership (Kafka's group.instance.id): a member restarted with the same id "
+        "within the session timeout gets its tasks back without a rebalance. Also `--instance-id`.",
+        _JOB,
+        field="instance_id",
+    ),
+    _key(
+        "job.coordinator.rack",
+        STRING,
+        FROM_MODEL,
+        "Group mode: this member's rack or zone; standby copies go to members on other racks first.",
+        _JOB,
+        field="rack",
+    ),
+    _key(
         "job.standbytasks.replication.factor",
         int_type(1),
         FROM_MODEL,
         "Copies of each task's stores: 1 keeps only the owner's; R > 1 also keeps R-1 warm standby copies, "
         "container I holding those of containers I-1 .. I-(R-1) (mod job.container.count), so that a "
-        "failover replays only a short changelog tail. At most job.container.count.",
+        "failover replays only a short changelog tail. At most job.container.count (passthrough); in "
+        "group mode the leader places the copies on other members.",
         _JOB,
         field="standby_replication_factor",
     ),

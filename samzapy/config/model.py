@@ -152,6 +152,11 @@ class JobConfig:
     commit_ms: int = 60_000
     broker_unavailable_ms: int = 300_000  # how long an unreachable broker is waited out
     container_count: int = 1
+    coordinator: str = "passthrough"  # job.coordinator.factory: passthrough (static) or group
+    coordinator_group_id: str | None = None  # None: samzapy-<job.name>-<job.id>
+    session_timeout_ms: int = 10_000  # group mode: a silent member leaves the group after this
+    instance_id: str | None = None  # group mode: static membership (group.instance.id)
+    rack: str | None = None  # group mode: standbys avoid the racks of their task's other copies
     standby_replication_factor: int = 1  # 1: no standby copies (samzapy/container/standby.py)
     max_concurrency: int = 1
     logged_store_base_dir: Path = Path("state")
@@ -195,6 +200,11 @@ class JobConfig:
         if self.imported_task_class is None:
             raise _not_imported("task.class", self.task_class)
         return self.imported_task_class
+
+    @property
+    def group_id(self) -> str:
+        """The consumer group the members of a group-mode job form (``job.coordinator.group.id``)."""
+        return self.coordinator_group_id or f"samzapy-{self.job_name}-{self.job_id}".replace(" ", "_")
 
     @property
     def checkpoint_topic(self) -> str:

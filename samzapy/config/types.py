@@ -55,6 +55,13 @@ REPORTER_CLASS_ALIASES = {
     _SAMZA_REPORTERS + "JmxReporterFactory": "jmx",
 }
 #: Accepted ``systems.<system>.samza.factory`` values.
+#: Accepted ``job.coordinator.factory`` values -> canonical coordinator kind.
+COORDINATOR_FACTORY_ALIASES = {
+    "passthrough": "passthrough",
+    "org.apache.samza.standalone.PassthroughJobCoordinatorFactory": "passthrough",
+    "group": "group",
+    "samzapy.coordinator.KafkaGroupCoordinatorFactory": "group",
+}
 SYSTEM_FACTORY_ALIASES = {
     "kafka": "kafka",
     "org.apache.samza.system.kafka.KafkaSystemFactory": "kafka",
@@ -322,6 +329,11 @@ STORE_FACTORY = ChoiceType(
 )
 SYSTEM_FACTORY = ChoiceType(
     "kafka or org.apache.samza.system.kafka.KafkaSystemFactory", SYSTEM_FACTORY_ALIASES
+)
+COORDINATOR_FACTORY = ChoiceType(
+    "passthrough or group (or org.apache.samza.standalone.PassthroughJobCoordinatorFactory, "
+    "samzapy.coordinator.KafkaGroupCoordinatorFactory)",
+    COORDINATOR_FACTORY_ALIASES,
 )
 BOOTSTRAP = BootstrapType("'embedded' or a comma-separated list of host:port")
 REPORTER_CLASS = ChoiceType(

@@ -188,6 +188,18 @@ class Fence:
             del self.generations[name]
         return taken
 
+    def current(self) -> dict[str, TaskCheckpoint]:
+        """Every task's checkpoint as the topic holds it now (read to its end)."""
+        self._read()
+        return dict(self._fold.checkpoints)
+
+    def release(self, task_names: list[str]) -> None:
+        """Stop owning these tasks (handed to another container, which claims them anew)."""
+        for name in task_names:
+            self.generations.pop(name, None)
+            self._claimed.pop(name, None)
+            self._overtaken.pop(name, None)
+
     def _read(self) -> None:
         """Fold in what was appended to the topic since the last read."""
         for batch in read_partition(self._consumer, self._tp, self._position):

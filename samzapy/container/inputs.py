@@ -4,6 +4,7 @@ bootstrap streams, priorities and "reached the end it had at start" detection.""
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +56,7 @@ class Inputs:
         """Whether ``task`` still waits for one of its bootstrap streams."""
         return any(p.bootstrap and not p.caught_up for p in self.partitions.values() if p.task is task)
 
-    def _reassign(self, position: dict[SystemStreamPartition, int]) -> None:
+    def _reassign(self, position: dict[SystemStreamPartition, int], *, force: bool = False) -> None:
         """Assign every partition except the non-bootstrap inputs of tasks still bootstrapping.
 
         Held-back partitions are left out of the assignment rather than paused: kafka-python
@@ -65,13 +66,14 @@ class Inputs:
         """
         waiting = {id(p.task) for p in self.partitions.values() if p.bootstrap and not p.caught_up}
         wanted = {tp for tp, p in self.partitions.items() if p.bootstrap or id(p.task) not in waiting}
-        if wanted == self._assigned:
+        if wanted == self._assigned and not force:
             return
+        previous = set() if force else self._assigned
         self.consumer.assign(sorted(wanted))
-        for tp in wanted - self._assigned:
+        for tp in wanted - previous:
             part = self.partitions[tp]
             self.consumer.seek(tp, position.get(part.ssp, part.start_offset))
-            if self._assigned and not part.bootstrap:
+            if previous and not part.bootstrap:
                 log.info("%s: bootstrap streams caught up; delivering %s", part.task.task_name, part.ssp)
         self._assigned = wanted
 
@@ -79,11 +81,21 @@ class Inputs:
         """Stop reading the partitions of every task not in ``kept`` (e.g. fenced ones); the
         partitions kept continue from ``position`` (records polled but not processed come again)."""
         self.partitions = {tp: p for tp, p in self.partitions.items() if p.task in kept}
-        self._assigned = set()
-        self._reassign(position)
+        self._reassign(position, force=True)
+
+    def add(self, partitions: list[InputPartition], position: dict[SystemStreamPartition, int]) -> None:
+        """Start reading ``partitions`` too (a task that joined at runtime); the partitions
+        read already continue from ``position``."""
+        for part in partitions:
+            self.partitions[part.tp] = part
+            self._order[part.tp] = (-int(part.bootstrap), -part.priority, part.tp.topic, part.tp.partition)
+        self._reassign(position, force=True)
 
     def poll(self, timeout_ms: int, max_records: int) -> list[tuple[InputPartition, list[ConsumerRecord]]]:
         """One poll: the records per partition in delivery order (bootstrap, then priority)."""
+        if not self._assigned:  # a member with no task yet: kafka-python refuses to poll nothing
+            time.sleep(timeout_ms / 1000)
+            return []
         polled = self.consumer.poll(timeout_ms=timeout_ms, max_records=max_records)
         for tp, part in self.partitions.items():
             if tp in polled:

@@ -58,6 +58,9 @@ class RunLoop:
         metrics: the container's group (``window-ns``).
         write_metrics: writes the metrics file (after a progress line).
         exit_at_end: stop once every input reached the end it had at start.
+        rebalance: group mode: takes part in the group protocol and applies its changes to
+            the tasks, once per turn before the poll.
+        settled: group mode: whether no rebalance or restore is pending (exit at end waits).
     """
 
     def __init__(
@@ -74,6 +77,8 @@ class RunLoop:
         write_metrics: Callable[[], None],
         *,
         exit_at_end: bool = False,
+        rebalance: Callable[[], None] | None = None,
+        settled: Callable[[], bool] | None = None,
     ) -> None:
         self._tasks = tasks
         self._inputs = inputs
@@ -84,6 +89,8 @@ class RunLoop:
         self._stopping = stopping
         self._write_metrics = write_metrics
         self._exit_at_end = exit_at_end
+        self._rebalance = rebalance
+        self._settled = settled if settled is not None else (lambda: True)
         self._commit_s = job.commit_ms / 1000
         self._window_s = job.window_ms / 1000 if job.window_ms else None
         self._window_ns = metrics.counter("window-ns")
@@ -95,6 +102,8 @@ class RunLoop:
         last_commit = self._progress_at = time.monotonic()
         while not self._stopping():
             self._side_inputs.pump()  # table updates that arrived are applied before the next poll
+            if self._rebalance is not None:
+                self._rebalance()
             polled, max_records = self._poll()
             self._process(polled)
             if self._head_flusher is not None and polled:
@@ -159,7 +168,7 @@ class RunLoop:
             log.info("a task asked to shut down")
             return True
         self._inputs.note_progress(positions(self._tasks))
-        if self._exit_at_end and self._inputs.all_caught_up():
+        if self._exit_at_end and self._inputs.all_caught_up() and self._settled():
             log.info("every input reached the end offset it had at start: stopping (--exit-at-end)")
             return True
         return False

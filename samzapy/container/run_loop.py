@@ -39,6 +39,7 @@ from samzapy.container.error_policy import (
     storage_failure_in,
 )
 from samzapy.container.fencing import Fence
+from samzapy.container.group_tasks import GroupTasks, check_group_mode
 from samzapy.container.head_flush import HeadFlusher
 from samzapy.container.inputs import Inputs
 from samzapy.container.loop import RunLoop, positions, processed
@@ -84,6 +85,7 @@ class Container:
         container_id: int = 0,
         exit_at_end: bool = False,
         metrics_path: Path | None = None,
+        instance_id: str | None = None,
     ) -> None:
         if not 0 <= container_id < job.container_count:
             msg = (
@@ -94,6 +96,8 @@ class Container:
         self.container_id = container_id
         self.exit_at_end = exit_at_end
         self.metrics_path = metrics_path
+        self.instance_id = instance_id or job.instance_id
+        self.group: GroupTasks | None = None  # group mode: the tasks follow the group's assignment
         self.registry = MetricsRegistry()
         self.metrics = self.registry.group("container")
         self.tasks: list[TaskInstance] = []
@@ -206,7 +210,10 @@ class Container:
         self.reporters.start(producer_servers)
         self._admin = TopicAdmin(producer_servers)
         task_count, input_counts = input_partition_counts(self._admin, job)
-        mine = tasks_of(self.container_id, job.container_count, task_count)
+        grouped = job.coordinator == "group"
+        if grouped:
+            check_group_mode(job)
+        mine = [] if grouped else tasks_of(self.container_id, job.container_count, task_count)
         self.status.restoring(task_name_for(p) for p in mine)
         delivery_ms = job.broker_unavailable_ms + DELIVERY_MARGIN_MS
         self._producer = Producer(
@@ -235,18 +242,24 @@ class Container:
             job, mine, consumer_servers, serdes, self.registry, self.container_id
         )
         self._side_inputs.catch_up()  # side-input stores are full before any init() or message
-        builder = self._builder(consumer_servers, serdes)
+        self.builder = builder = self._builder(consumer_servers, serdes)
         outputs = OutputStreams(
             serdes, lambda stream: ensure_output_topic(self._admin, job, stream, task_count)
         )
+
+        def make_instance(partition: int, stores: dict[str, Any]) -> TaskInstance:
+            inputs = _input_ssps(input_counts, partition)
+            return builder.instance(partition, task_class(), stores, self._producer, outputs, inputs, policy)
+
         for partition in mine:
             stores = builder.stores(partition, checkpoints.get(task_name_for(partition)), restore=True)
-            inputs = _input_ssps(input_counts, partition)
-            self.tasks.append(
-                builder.instance(partition, task_class(), stores, self._producer, outputs, inputs, policy)
-            )
+            self.tasks.append(make_instance(partition, stores))
         self._producer.flush()  # trim writes of restores are acknowledged before processing starts
         self._start_processing(consumer_servers, input_counts, checkpoints, task_count, policy)
+        if grouped:
+            self.group = GroupTasks(
+                self, consumer_servers, input_counts, task_count, make_instance, self.instance_id
+            )
         self.status.running()
 
     def _claim(
@@ -321,12 +334,14 @@ class Container:
         )
         self._last_checkpoints = self._commit_step.last_written  # the query service reads it
         register_container_gauges(self.registry, self.tasks, self._inputs)
-        self._standby = StandbyReplicas.start_for(
-            job, self.container_id, task_count, consumer_servers, self.registry, self.status
-        )
+        if job.coordinator != "group":  # in group mode the assignment names the standbys
+            self._standby = StandbyReplicas.start_for(
+                job, self.container_id, task_count, consumer_servers, self.registry, self.status
+            )
 
     # ----------------------------------------------------------------- the loop
     def _loop(self) -> None:
+        group = self.group
         RunLoop(
             self.job,
             self.tasks,
@@ -339,6 +354,8 @@ class Container:
             self.metrics,
             self._write_metrics,
             exit_at_end=self.exit_at_end,
+            rebalance=None if group is None else group.poll,
+            settled=None if group is None else (lambda: group.settled),
         ).run()
 
     # ----------------------------------------------------------------- commit
@@ -348,6 +365,8 @@ class Container:
         self._drop_fenced()
         pause_point("after-fence-check")
         self._commit_step(self.tasks, final=final)
+        if self.group is not None:
+            self.group.commit_offsets()
         self._write_metrics()
 
     def _drop_fenced(self) -> None:
@@ -371,12 +390,47 @@ class Container:
         self._inputs.drop_tasks(self.tasks, positions(self.tasks))
         if self._head_flusher is not None:
             self._head_flusher.drop(self.tasks)
-        if not self.tasks:
+        for name in lost:
+            self.status.task_gone(name)
+        if not self.tasks and self.group is None:
             log.error("every task of this container is owned by another container now: stopping")
             self._stop_requested = True
 
+    # ----------------------------------------------------------------- group mode
+    @property
+    def inputs(self) -> Inputs:
+        """The container's input side (group mode adds and drops tasks' partitions)."""
+        assert self._inputs is not None
+        return self._inputs
+
+    def claim_tasks(self, task_names: list[str]) -> dict[str, TaskCheckpoint]:
+        """Take these tasks over (a new ownership generation each, acknowledged); their
+        claim records, which name the offsets to restore to (``samzapy.container.fencing``)."""
+        current = self._fence.current()
+        return self._fence.claim(task_names, current, self._checkpoint_writer)
+
+    def fence_release(self, task_names: list[str]) -> None:
+        """No longer own these tasks (they went to another member)."""
+        self._fence.release(task_names)
+
+    def release_tasks(self, tasks: list[TaskInstance], *, commit: bool) -> None:
+        """Let ``tasks`` go at runtime: committed first (``commit``, with a local checkpoint of
+        every store) unless another member may own them already; then closed, their stores
+        kept on disk, and their inputs no longer read."""
+        if commit:
+            self._drop_fenced()
+            tasks = [t for t in tasks if t in self.tasks]
+            self._commit_step(tasks, final=True)
+        for task in tasks:
+            self.tasks.remove(task)
+            _try(task.close, f"closing {task.task_name}")
+            self.status.task_gone(task.task_name)
+        self.inputs.drop_tasks(self.tasks, positions(self.tasks))
+
     # ----------------------------------------------------------------- shutdown
     def _close(self) -> None:
+        if self.group is not None:
+            _try(self.group.close, "leaving the group")  # after the final commit
         if self._queries is not None:
             self._queries.stop()  # before the stores close: no query reads them after this
         if self._standby is not None:

@@ -176,6 +176,19 @@ class StandbyReplicas:
             names,
             job.logged_store_base_dir,
         )
+        return cls.start(job, partitions, servers, registry, status)
+
+    @classmethod
+    def start(
+        cls,
+        job: JobConfig,
+        partitions: list[int],
+        servers: str,
+        registry: MetricsRegistry,
+        status: ContainerStatus | None = None,
+    ) -> StandbyReplicas:
+        """Start keeping warm copies of the stores of ``partitions`` (group mode: the
+        assignment names them)."""
         replicas = cls(job, partitions, servers, registry, status)
         replicas._report("running")
         replicas._thread.start()

@@ -98,6 +98,18 @@ def open_inputs(
     """The consumer of ``tasks``' input partitions, each starting at its checkpointed offset,
     else at its oldest or upcoming one (``samza.offset.default``)."""
     consumer = reader_consumer(servers, **client_settings(job.consumer_overrides))
+    return Inputs(consumer, input_partitions(job, consumer, tasks, input_counts, checkpoints))
+
+
+def input_partitions(
+    job: JobConfig,
+    consumer: Any,
+    tasks: list[Any],
+    input_counts: dict[SystemStream, int],
+    checkpoints: dict[str, TaskCheckpoint],
+) -> list[InputPartition]:
+    """``tasks``' input partitions, each starting at its checkpointed offset, else at its
+    oldest or upcoming one (``samza.offset.default``)."""
     tps = [
         (
             task,
@@ -108,10 +120,12 @@ def open_inputs(
         for s, count in input_counts.items()
         if task.partition < count
     ]
+    if not tps:
+        return []
     # The true end, not the reported one (which the dev broker undercounts, see
     # samzapy.kafka.reading): "upcoming" starts there, --exit-at-end stops there.
     ends = true_end_offsets(consumer, [tp for _, _, tp in tps])
-    begins = consumer.beginning_offsets([tp for _, _, tp in tps]) if tps else {}
+    begins = consumer.beginning_offsets([tp for _, _, tp in tps])
     parts: list[InputPartition] = []
     for task, ssp, tp in tps:
         stream_config = job.stream(ssp.system_stream)
@@ -126,7 +140,7 @@ def open_inputs(
             InputPartition(ssp, tp, task, stream_config.priority, stream_config.bootstrap, start, ends[tp])
         )
         log.info("%s: %s starts at offset %d (end at start: %d)", task.task_name, ssp, start, ends[tp])
-    return Inputs(consumer, parts)
+    return parts
 
 
 def log_start(

@@ -1,0 +1,261 @@
+"""Group mode (``job.coordinator.factory=group``): this process as a member of the job's
+Kafka consumer group, through kafka-python's group coordinator and samzapy's
+:class:`~samzapy.coordinator.assignor.TaskAssignor`.
+
+The member's consumer only takes part in the group protocol: it subscribes to the job's
+inputs so that the broker's coordinator and the elected leader hand out their partitions, but
+it never reads them (every partition it is given is paused at once). The container reads its
+tasks' inputs with its own consumer, as in passthrough mode, from the offsets in its
+checkpoints. So a rebalance changes which tasks the container runs and nothing else.
+
+The membership consumer is polled by a thread of its own (joins take seconds; the run loop
+must not wait for them). kafka-python calls the rebalance listener on its network thread; the
+listener notes what changed, :meth:`GroupMembership.poll` hands it to the container as a
+:class:`Rebalance`, and the container applies it on its own thread, between two turns of its
+loop. Under the cooperative protocol (KIP-429) a task leaving this member is first revoked: the
+listener waits (at most half the session timeout) until the container has committed the task
+and let it go (:meth:`GroupMembership.acknowledge`), and the task reaches its new owner only
+in the follow-up round, after that. Tasks that stay keep running through both rounds.
+
+Ownership is still decided by samzapy's fence (:mod:`samzapy.container.fencing`): a member
+that lost its membership without noticing cannot commit a task another member claimed. The
+group's own generation is checked too: the input offsets committed to the group (for
+``kafka-consumer-groups``, Burrow, KEDA) are refused by the broker from a stale generation.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka.errors import KafkaError
+
+from samzapy.config import JobConfig
+from samzapy.coordinator.assignor import LocalState, TaskAssignment, TaskAssignor
+
+log = logging.getLogger(__name__)
+
+#: The member never blocks in its processing loop for long, but a task's restore runs in the
+#: background and a commit may wait out a broker outage: leave the group only on silence
+#: (the session timeout), not on a slow loop.
+MAX_POLL_INTERVAL_MS = 600_000
+#: One poll of the membership thread (it only carries the group protocol).
+POLL_MS = 200
+
+
+@dataclass
+class Rebalance:
+    """What one or more completed rebalances changed for this member.
+
+    Attributes:
+        revoked: tasks given to others: commit them, then let them go.
+        lost: tasks lost with the membership (session expired): drop them without a commit,
+            another member may own them already.
+        assigned: tasks newly given to this member.
+        assignment: the member's whole share after the rebalance (actives, standbys, the
+            task -> endpoint map), ``None`` when no assignment arrived.
+    """
+
+    revoked: set[int] = field(default_factory=set)
+    lost: set[int] = field(default_factory=set)
+    assigned: set[int] = field(default_factory=set)
+    assignment: TaskAssignment | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.revoked or self.lost or self.assigned or self.assignment is not None)
+
+
+class _Notes(ConsumerRebalanceListener):
+    """Collects the listener calls of kafka-python's network thread for :meth:`GroupMembership.poll`."""
+
+    def __init__(self, member: GroupMembership) -> None:
+        self._member = member
+        self._lock = threading.Lock()
+        self.pending = Rebalance()
+        self.acknowledged = threading.Event()
+
+    def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        tasks = {tp.partition for tp in revoked}
+        with self._lock:
+            self.acknowledged.clear()
+            self.pending.revoked |= tasks - self.pending.assigned
+            self.pending.assigned -= tasks
+        # The container commits the tasks before the follow-up round gives them away (when
+        # leaving, it has committed them already).
+        if self._member.closing:
+            return
+        if not self.acknowledged.wait(self._member.revoke_wait_s):
+            log.warning(
+                "tasks %s: the container did not let them go within %.1fs; handing them over anyway "
+                "(its next commit of them is fenced)",
+                sorted(tasks),
+                self._member.revoke_wait_s,
+            )
+
+    def on_partitions_lost(self, lost: Iterable[TopicPartition]) -> None:
+        tasks = {tp.partition for tp in lost}
+        with self._lock:
+            self.pending.lost |= tasks - self.pending.assigned
+            self.pending.assigned -= tasks
+
+    def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        assigned = list(assigned)
+        self._member.pause(assigned)  # never read here: the container's consumer reads them
+        with self._lock:
+            tasks = {tp.partition for tp in assigned}
+            self.pending.assigned |= tasks - self.pending.revoked - self.pending.lost
+            self.pending.revoked -= tasks
+            self.pending.lost -= tasks
+
+    def take(self, assignment: TaskAssignment | None) -> Rebalance:
+        with self._lock:
+            taken, self.pending = self.pending, Rebalance()
+        taken.assignment = assignment
+        return taken
+
+
+class GroupMembership:
+    """This process's membership of the job's group.
+
+    Args:
+        job: the job (``job.coordinator.*``, ``job.standbytasks.replication.factor``).
+        servers: bootstrap servers.
+        inputs: the job's input topics (task ``N`` takes partition ``N`` of each).
+        local_state: what this member holds now, asked at every join.
+        instance_id: static membership (``--instance-id`` / ``job.coordinator.instance.id``).
+    """
+
+    def __init__(
+        self,
+        job: JobConfig,
+        servers: str,
+        inputs: list[str],
+        local_state: Callable[[], LocalState],
+        instance_id: str | None = None,
+    ) -> None:
+        self.group_id = job.group_id
+        self.instance_id = instance_id
+        self.assignor = TaskAssignor(inputs, job.standby_replication_factor - 1, local_state)
+        self._notes = _Notes(self)
+        self._seen_assignment: TaskAssignment | None = None
+        self.rebalances = 0
+        self.rebalance_started: float | None = None  # monotonic, while one is in progress
+        self.last_rebalance_s: float | None = None
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=servers,
+            group_id=self.group_id,
+            group_instance_id=instance_id,
+            client_id=f"samzapy-{job.job_name}-member",
+            partition_assignment_strategy=[self.assignor],
+            session_timeout_ms=job.session_timeout_ms,
+            heartbeat_interval_ms=max(100, job.session_timeout_ms // 5),
+            max_poll_interval_ms=MAX_POLL_INTERVAL_MS,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+        self._consumer.subscribe(inputs, listener=self._notes)
+        self.revoke_wait_s = job.session_timeout_ms / 2000
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="group-membership", daemon=True)
+        self.failed: BaseException | None = None
+        self.closing = False
+        log.info(
+            "joining group %s%s (session timeout %d ms) for inputs %s",
+            self.group_id,
+            f" as static member {instance_id}" if instance_id else "",
+            job.session_timeout_ms,
+            ", ".join(inputs),
+        )
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        """Never fetch ``partitions`` with the membership consumer."""
+        self._consumer.pause(*partitions)
+
+    def start(self) -> None:
+        """Join the group; the membership is kept up by a background thread from now on."""
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._consumer.poll(timeout_ms=POLL_MS)  # paused partitions: no records, only the protocol
+        except BaseException as error:  # handed to the run loop, which stops the container
+            self.failed = error
+            log.exception("group %s: the membership thread failed", self.group_id)
+
+    def poll(self) -> Rebalance:
+        """What the rebalances completed since the last call changed (empty when nothing did).
+
+        Raises:
+            KafkaError: the membership thread failed (the member is out of the group).
+        """
+        if self.failed is not None:
+            raise self.failed
+        self._note_timing()
+        assignment = self.assignor.assignment
+        fresh = assignment if assignment is not self._seen_assignment else None
+        self._seen_assignment = assignment
+        return self._notes.take(fresh)
+
+    def _note_timing(self) -> None:
+        rebalancing = not self.settled
+        now = time.monotonic()
+        if rebalancing and self.rebalance_started is None:
+            self.rebalance_started = now
+        elif not rebalancing and self.rebalance_started is not None:
+            self.last_rebalance_s = now - self.rebalance_started
+            self.rebalance_started = None
+            self.rebalances += 1
+
+    @property
+    def settled(self) -> bool:
+        """Whether this member has an assignment and no rebalance is under way or asked for."""
+        coordinator = self._consumer._coordinator  # kafka-python 3.0: no public group state
+        return (
+            self.assignor.assignment is not None
+            and self.assignor.assignment is self._seen_assignment  # handed to the container
+            and not self._notes.pending
+            and coordinator.generation_if_stable() is not None
+            and not coordinator.need_rejoin()
+        )
+
+    @property
+    def generation(self) -> int | None:
+        """The group generation this member is in, ``None`` while it is not stable."""
+        generation = self._consumer._coordinator.generation_if_stable()
+        return None if generation is None else generation.generation_id
+
+    def commit_offsets(self, offsets: dict[TopicPartition, int]) -> bool:
+        """Commit input offsets to the group (lag monitors read them; samzapy itself resumes
+        from its checkpoints). Returns whether the broker took them: it refuses them from a
+        member whose generation is stale, or for partitions it no longer owns."""
+        if self.generation is None:  # in a rebalance: the broker would refuse them; next commit
+            return False
+        owned = set(self._consumer.assignment())
+        mine = {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items() if tp in owned}
+        if not mine:
+            return True
+        try:
+            self._consumer.commit(mine)
+        except KafkaError as error:
+            # A rebalance that began since the check; the next commit carries the offsets.
+            log.debug("group %s: input offsets not committed to the group: %s", self.group_id, error)
+            return False
+        return True
+
+    def acknowledge(self) -> None:
+        """The container let the revoked tasks it was handed go: the rebalance may go on."""
+        self._notes.acknowledged.set()
+
+    def close(self) -> None:
+        """Leave the group (a static member does not leave: its tasks wait for it until the
+        session timeout passes)."""
+        self.closing = True
+        self._stop.set()
+        self._notes.acknowledged.set()
+        self._thread.join(timeout=self.revoke_wait_s + 5)
+        self._consumer.close(autocommit=False)
