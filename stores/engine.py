@@ -231,6 +231,12 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
         if self._checkpoints.create(raw, changelog_offset) is not None:
             self._local_checkpoint_count.inc()
 
+    def abandon(self) -> None:
+        """Close without writing anything more (the task is owned by another container now):
+        what the layers hold in memory is dropped; nothing reaches the engine or the changelog."""
+        self.invalidate()
+        self.close()
+
     def close(self) -> None:
         """Flush and close every layer and the engine."""
         try:

@@ -85,6 +85,13 @@ class LoggedStore(WrappedStore[bytes, bytes]):
             for key, value in pending.items():
                 send(key, value)
 
+    def invalidate(self) -> None:
+        """Forget the changes not sent yet (the engine was rewritten underneath, or the task
+        is abandoned: :meth:`~samzapy.stores.engine.StorageEngine.abandon`)."""
+        if self._pending:
+            self._pending = {}
+        super().invalidate()
+
     def flush(self) -> None:
         """Send the pending changes (coalescing), then flush the inner store (the producer is
         flushed by the container at commit)."""

@@ -371,8 +371,9 @@ class Container:
 
     def _drop_fenced(self) -> None:
         """Drop the tasks another container took over (see samzapy.container.fencing): their
-        stores are neither flushed nor closed, no checkpoint is written for them, and their
-        async messages still in flight are cancelled."""
+        stores are not flushed (in group mode they are closed, dropping what their caches
+        held), no checkpoint is written for them, and their async messages still in flight are
+        cancelled."""
         lost = self._broker.call(self._fence.lost, "read the checkpoint topic (fencing check)")
         if not lost:
             return
@@ -387,6 +388,8 @@ class Container:
             self.tasks.remove(task)
             if self._async is not None:
                 self._async.drop(task)
+            if self.group is not None:  # the task may come back to this member: free its stores
+                _try(task.abandon, f"closing {task.task_name}")
         self._inputs.drop_tasks(self.tasks, positions(self.tasks))
         if self._head_flusher is not None:
             self._head_flusher.drop(self.tasks)
@@ -423,7 +426,7 @@ class Container:
             self._commit_step(tasks, final=True)
         for task in tasks:
             self.tasks.remove(task)
-            _try(task.close, f"closing {task.task_name}")
+            _try(task.close if commit else task.abandon, f"closing {task.task_name}")
             self.status.task_gone(task.task_name)
         self.inputs.drop_tasks(self.tasks, positions(self.tasks))
 

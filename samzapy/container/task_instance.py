@@ -180,6 +180,13 @@ class TaskInstance:
         for store in self.stores.values():
             store.flush()
 
+    def abandon(self) -> None:
+        """Close the stores without writing anything more (the task is owned elsewhere now);
+        the task's own ``close`` is not called (it could write)."""
+        for store in self.stores.values():
+            abandon = getattr(store, "abandon", store.close)  # a side-input store is not ours
+            abandon()
+
     def close(self) -> None:
         """Close the task (if closable) and its stores."""
         try:

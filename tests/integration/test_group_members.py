@@ -218,3 +218,47 @@ def test_members_crash_join_and_leave_under_load_and_counts_stay_exact(tmp_path,
     during = sampler.processed_during_rebalances()
     print(f"member a processed {during} messages while rebalances were in progress")
     assert during > 0
+
+
+def generations_seen(log: Path) -> set[int]:
+    return {int(g) for g in re.findall(r"generation (\d+): running tasks", log.read_text(errors="replace"))}
+
+
+def test_a_static_member_restarted_within_the_session_gets_its_tasks_back(tmp_path, broker):
+    name = "group-static"
+    create_topic(broker, f"{name}-in", PARTITIONS)
+    expected = produce_keyed(broker, f"{name}-in", 4_000, 200, seed=3)
+    extra = {"job.coordinator.session.timeout.ms": "30000"}
+    configs = {m: member_config(tmp_path, broker, name, m, **extra) for m in "ab"}
+    logs = {m: tmp_path / f"{m}.log" for m in "ab"}
+    members = {m: start_job(configs[m], "--instance-id", f"member-{m}", log=logs[m]) for m in "ab"}
+    try:
+        wait_for(lambda: all(running_tasks(logs[m]) for m in "ab"), 90, what="a and b to run their tasks")
+        before = {m: running_tasks(logs[m]) for m in "ab"}
+        generations_of_a = generations_seen(logs["a"])
+        kill9(members["b"])
+        restarted = tmp_path / "b-again.log"
+        members["b"] = start_job(configs["b"], "--instance-id", "member-b", log=restarted)
+        wait_for(lambda: running_tasks(restarted), 60, what="b to run tasks again")
+        time.sleep(3)  # a rebalance, had there been one, would reach a now
+        assert running_tasks(restarted) == before["b"]
+        assert running_tasks(logs["a"]) == before["a"]
+        assert generations_seen(logs["a"]) == generations_of_a  # nobody else rebalanced
+        more = produce_keyed(broker, f"{name}-in", 4_000, 200, seed=4)
+        expected += more
+        checkpoint_topic = f"__samza_checkpoint_ver_1_for_{name}_1"
+
+        def caught_up() -> bool:
+            found = read_checkpoints(broker, checkpoint_topic)
+            return sum(o for c in found.values() for o in c.input_offsets.values()) == 8_000
+
+        wait_for(caught_up, 60, what="both members to process everything")
+    finally:
+        for process in members.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in members.values():
+            if process.wait(timeout=60) is None:
+                kill9(process)
+    counts, _ = changelog_counts(broker, f"{name}-counts-changelog")
+    assert counts == dict(expected)
