@@ -44,6 +44,7 @@ KNOWN = (
 #: The pause points samzapy defines.
 KNOWN_PAUSES = (
     "after-fence-check",  # a commit found its tasks still owned; no store flushed, no checkpoint yet
+    "after-poll",  # records polled, not yet handed to their tasks
 )
 
 #: What a pause point writes to stderr before it stops the process.

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,9 @@ from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import AsyncStreamTask
 
 log = logging.getLogger(__name__)
+
+#: How often a member whose lease lapsed asks the group again.
+HOLD_POLL_S = 0.05
 
 
 def check_group_mode(job: JobConfig) -> None:
@@ -113,6 +117,7 @@ class GroupTasks:
         self._assigned = metrics.counter("tasks-assigned")
         self._revoked = metrics.counter("tasks-revoked")
         self._lost = metrics.counter("tasks-lost")
+        self._holds = metrics.counter("lease-holds")
         self.membership = GroupMembership(
             self._job, servers, sorted({s.stream for s in input_counts}), self._local_state, instance_id
         )
@@ -154,8 +159,41 @@ class GroupTasks:
         if self._start_restored() or change:
             self._log_share()
 
+    def hold(self, stopping: Callable[[], bool]) -> bool:
+        """Block while this member's lease has lapsed (:meth:`GroupMembership.lease_valid`):
+        nothing is processed or committed until the group confirms the member again; tasks it
+        lost meanwhile, or that the fence says another member claimed, are dropped. Returns
+        whether the lease holds (``False`` only when a stop was asked while waiting)."""
+        problem = self.membership.lease_problem()
+        if problem is None:
+            return True
+        log.warning(
+            "group %s: %s: holding tasks %s until the group confirms this member",
+            self.membership.group_id,
+            problem,
+            self._running() or "none",
+        )
+        self._holds.inc()
+        while not stopping():
+            self.poll()
+            if self.membership.lease_valid():
+                # The group confirms the member, but another may have claimed its tasks while
+                # it was away (a broker can answer an expired member's heartbeat): ask the fence.
+                self._c.drop_fenced()
+                log.info(
+                    "group %s: the group confirms this member; going on with tasks %s",
+                    self.membership.group_id,
+                    self._running() or "none",
+                )
+                return True
+            time.sleep(HOLD_POLL_S)
+        return False
+
+    def _running(self) -> list[int]:
+        return sorted(t.partition for t in self._c.tasks)
+
     def _log_share(self) -> None:
-        running = sorted(t.partition for t in self._c.tasks)
+        running = self._running()
         log.info(
             "group %s generation %s: running tasks %s, restoring %s, standbys %s",
             self.membership.group_id,

@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from samzapy.config import JobConfig
+from samzapy.crashpoints import pause_point
 from samzapy.metrics import MetricsGroup
 from samzapy.streams import SystemStreamPartition
 
@@ -43,6 +44,20 @@ def processed(tasks: Iterable[Any]) -> int:
     return sum(t.metrics.counter("messages-actually-processed").value for t in tasks)
 
 
+class Membership(Protocol):
+    """Group mode's part in the loop (:class:`~samzapy.container.group_tasks.GroupTasks`)."""
+
+    def poll(self) -> None:
+        """Take part in the group protocol; apply what a rebalance changed to the tasks."""
+
+    @property
+    def settled(self) -> bool:
+        """Whether no rebalance or restore is pending."""
+
+    def hold(self, stopping: Callable[[], bool]) -> bool:
+        """Block while the member's lease has lapsed; whether it holds."""
+
+
 class RunLoop:
     """Runs the loop of the module docstring over a started container's parts.
 
@@ -58,9 +73,9 @@ class RunLoop:
         metrics: the container's group (``window-ns``).
         write_metrics: writes the metrics file (after a progress line).
         exit_at_end: stop once every input reached the end it had at start.
-        rebalance: group mode: takes part in the group protocol and applies its changes to
-            the tasks, once per turn before the poll.
-        settled: group mode: whether no rebalance or restore is pending (exit at end waits).
+        group: group mode: polled once per turn before the input poll; polled records are
+            processed only while the member's lease holds (records of tasks it lost meanwhile
+            are dropped); exit at end waits until it is settled.
     """
 
     def __init__(
@@ -77,8 +92,7 @@ class RunLoop:
         write_metrics: Callable[[], None],
         *,
         exit_at_end: bool = False,
-        rebalance: Callable[[], None] | None = None,
-        settled: Callable[[], bool] | None = None,
+        group: Membership | None = None,
     ) -> None:
         self._tasks = tasks
         self._inputs = inputs
@@ -89,8 +103,7 @@ class RunLoop:
         self._stopping = stopping
         self._write_metrics = write_metrics
         self._exit_at_end = exit_at_end
-        self._rebalance = rebalance
-        self._settled = settled if settled is not None else (lambda: True)
+        self._group = group
         self._commit_s = job.commit_ms / 1000
         self._window_s = job.window_ms / 1000 if job.window_ms else None
         self._window_ns = metrics.counter("window-ns")
@@ -102,9 +115,13 @@ class RunLoop:
         last_commit = self._progress_at = time.monotonic()
         while not self._stopping():
             self._side_inputs.pump()  # table updates that arrived are applied before the next poll
-            if self._rebalance is not None:
-                self._rebalance()
+            if self._group is not None:
+                self._group.poll()
             polled, max_records = self._poll()
+            if polled:
+                pause_point("after-poll")
+            if self._group is not None and polled:
+                polled = self._still_owned(polled, self._group)
             self._process(polled)
             if self._head_flusher is not None and polled:
                 self._head_flusher.after_poll(sum(len(records) for _, records in polled), max_records)
@@ -133,11 +150,20 @@ class RunLoop:
             return [], max_records
         return self._inputs.poll(0 if runner.busy else POLL_TIMEOUT_MS, max_records), max_records
 
+    def _still_owned(self, polled: list[Any], group: Membership) -> list[Any]:
+        """``polled`` once the member's lease holds, without the tasks it lost meanwhile."""
+        if not group.hold(self._stopping):
+            return []
+        owned = {id(t) for t in self._tasks}
+        return [(part, records) for part, records in polled if id(part.task) in owned]
+
     def _process(self, polled: list[Any]) -> None:
         """Hand each polled batch to its task; commit where a task asks, right after the call."""
         runner = self._runner
         for part, records in polled:
             task = part.task
+            if task not in self._tasks:  # fenced or lost at a commit earlier in this turn
+                continue
             if runner is not None and runner.owns(task):
                 runner.submit(part.ssp, task, records)
                 continue
@@ -168,7 +194,8 @@ class RunLoop:
             log.info("a task asked to shut down")
             return True
         self._inputs.note_progress(positions(self._tasks))
-        if self._exit_at_end and self._inputs.all_caught_up() and self._settled():
+        settled = self._group is None or self._group.settled
+        if self._exit_at_end and self._inputs.all_caught_up() and settled:
             log.info("every input reached the end offset it had at start: stopping (--exit-at-end)")
             return True
         return False

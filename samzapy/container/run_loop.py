@@ -341,7 +341,6 @@ class Container:
 
     # ----------------------------------------------------------------- the loop
     def _loop(self) -> None:
-        group = self.group
         RunLoop(
             self.job,
             self.tasks,
@@ -354,22 +353,24 @@ class Container:
             self.metrics,
             self._write_metrics,
             exit_at_end=self.exit_at_end,
-            rebalance=None if group is None else group.poll,
-            settled=None if group is None else (lambda: group.settled),
+            group=self.group,
         ).run()
 
     # ----------------------------------------------------------------- commit
     def _commit(self, *, final: bool = False) -> None:
         """Drop the tasks the fence says were taken over, then commit the others
-        (:class:`~samzapy.container.commit.Commit`)."""
-        self._drop_fenced()
+        (:class:`~samzapy.container.commit.Commit`). In group mode nothing is committed while
+        the member's lease has lapsed (:meth:`GroupTasks.hold`)."""
+        if self.group is not None and not self.group.hold(lambda: self._stop_requested):
+            return
+        self.drop_fenced()
         pause_point("after-fence-check")
         self._commit_step(self.tasks, final=final)
         if self.group is not None:
             self.group.commit_offsets()
         self._write_metrics()
 
-    def _drop_fenced(self) -> None:
+    def drop_fenced(self) -> None:
         """Drop the tasks another container took over (see samzapy.container.fencing): their
         stores are not flushed (in group mode they are closed, dropping what their caches
         held), no checkpoint is written for them, and their async messages still in flight are
@@ -421,7 +422,7 @@ class Container:
         every store) unless another member may own them already; then closed, their stores
         kept on disk, and their inputs no longer read."""
         if commit:
-            self._drop_fenced()
+            self.drop_fenced()
             tasks = [t for t in tasks if t in self.tasks]
             self._commit_step(tasks, final=True)
         for task in tasks:

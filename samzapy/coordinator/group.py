@@ -35,6 +35,7 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, T
 from kafka.errors import KafkaError
 
 from samzapy.config import JobConfig
+from samzapy.coordinator import client_state
 from samzapy.coordinator.assignor import LocalState, TaskAssignment, TaskAssignor
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,10 @@ log = logging.getLogger(__name__)
 MAX_POLL_INTERVAL_MS = 600_000
 #: One poll of the membership thread (it only carries the group protocol).
 POLL_MS = 200
+#: The member holds its tasks once the broker has not answered a heartbeat for this share of
+#: the session timeout (heartbeats go every fifth of it): past it, the broker may already have
+#: handed the tasks to another member.
+LEASE_SHARE = 0.5
 
 
 @dataclass
@@ -158,6 +163,9 @@ class GroupMembership:
             auto_offset_reset="earliest",
         )
         self._consumer.subscribe(inputs, listener=self._notes)
+        self._state = client_state.coordinator_state(self._consumer)
+        self._lease_s = job.session_timeout_ms * LEASE_SHARE / 1000
+        self._lapsed_at: float | None = None  # monotonic, from a lapse until the group confirms
         self.revoke_wait_s = job.session_timeout_ms / 2000
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="group-membership", daemon=True)
@@ -170,6 +178,7 @@ class GroupMembership:
             job.session_timeout_ms,
             ", ".join(inputs),
         )
+        log.info(client_state.describe())
 
     def pause(self, partitions: list[TopicPartition]) -> None:
         """Never fetch ``partitions`` with the membership consumer."""
@@ -214,20 +223,59 @@ class GroupMembership:
     @property
     def settled(self) -> bool:
         """Whether this member has an assignment and no rebalance is under way or asked for."""
-        coordinator = self._consumer._coordinator  # kafka-python 3.0: no public group state
         return (
             self.assignor.assignment is not None
             and self.assignor.assignment is self._seen_assignment  # handed to the container
             and not self._notes.pending
-            and coordinator.generation_if_stable() is not None
-            and not coordinator.need_rejoin()
+            and self._state.stable_generation() is not None
+            and not self._state.rejoin_needed()
         )
 
     @property
     def generation(self) -> int | None:
         """The group generation this member is in, ``None`` while it is not stable."""
-        generation = self._consumer._coordinator.generation_if_stable()
-        return None if generation is None else generation.generation_id
+        return self._state.stable_generation()
+
+    def lease_valid(self) -> bool:
+        """Whether this member may still process and commit the tasks it holds (see
+        :meth:`lease_problem`)."""
+        return self.lease_problem() is None
+
+    def lease_problem(self) -> str | None:
+        """Why this member may not process or commit the tasks it holds now; ``None``: it may.
+
+        It may not when the broker has not answered a heartbeat for :data:`LEASE_SHARE` of the
+        session timeout (the process was paused, or cut off from the broker: the group may have
+        moved the tasks already), when it fell out of the group, or while a loss of tasks is
+        noted but not yet handed to the container. A join in flight keeps the lease: the broker
+        holds a joining member's tasks until the round ends. Once lapsed, the lease comes back
+        only when the group confirms the member: stable, no rejoin asked, an answer since the
+        lapse (a broker may answer a member it has expired with "rebalance in progress").
+        """
+        if self._notes.pending.lost:
+            return "the group took tasks from this member"
+        state = self._state
+        if not state.joined():
+            # out of the group: harmless only before the first join (no tasks yet)
+            return None if self.assignor.assignment is None else "this member is out of the group"
+        now = time.monotonic()
+        if self._lapsed_at is not None:
+            confirmed = (
+                state.stable_generation() is not None
+                and not state.rejoin_needed()
+                and state.seconds_since_answer() < now - self._lapsed_at
+            )
+            if not confirmed:
+                return "waiting for the group to confirm this member"
+            self._lapsed_at = None
+            return None
+        silent = state.seconds_since_answer()
+        if state.rebalancing() or silent < self._lease_s:
+            return None
+        self._lapsed_at = now
+        return (
+            f"the broker has not answered this member for {silent:.1f}s (was the process paused, or cut off?)"
+        )
 
     def commit_offsets(self, offsets: dict[TopicPartition, int]) -> bool:
         """Commit input offsets to the group (lag monitors read them; samzapy itself resumes

@@ -26,6 +26,28 @@ class CountingTask(StreamTask, InitableTask):
         self.counts.put(key, (self.counts.get(key) or 0) + 1)
 
 
+class CountAndEmitTask(CountingTask):
+    """CountingTask that also sends each new count to the topic ``app.output`` names, as
+    ``MEMBER:count`` (``MEMBER`` from the environment: which process wrote it)."""
+
+    def init(self, context):
+        import os
+
+        from samzapy import SystemStream
+
+        super().init(context)
+        self.out = SystemStream("kafka", context.config["app.output"])
+        self.member = os.environ.get("MEMBER", "?")
+
+    def process(self, envelope, collector, coordinator):
+        from samzapy import OutgoingMessageEnvelope
+
+        key = envelope.key
+        count = (self.counts.get(key) or 0) + 1
+        self.counts.put(key, count)
+        collector.send(OutgoingMessageEnvelope(self.out, key=key, message=f"{self.member}:{count}"))
+
+
 class TransactionalStateTask(StreamTask, InitableTask):
     """Samza's TransactionalStateIntegrationTest task, ported.
 

@@ -1,0 +1,95 @@
+"""What kafka-python's group coordinator knows and its public API does not tell.
+
+Group mode needs three facts about its membership that ``KafkaConsumer`` keeps private: the
+generation once the group is stable, whether a rejoin is pending, and when the broker last
+answered a heartbeat (the member's lease, :meth:`GroupMembership.lease_valid
+<samzapy.coordinator.group.GroupMembership.lease_valid>`). They are read from the internals of
+the kafka-python versions pyproject.toml pins (checked against :data:`CHECKED_VERSIONS`);
+:func:`coordinator_state` refuses, with the fix, a client that does not have them, so group
+mode never runs on guesses, and the member logs at start that it reads them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import kafka
+
+try:
+    from kafka.structs import MemberState
+except ImportError:  # another kafka-python: coordinator_state() says so when group mode starts
+    MemberState = None
+
+from samzapy.errors import SamzapyError
+
+#: The kafka-python releases these internals were read from.
+CHECKED_VERSIONS = "3.0.x"
+
+
+class ClientInternalsMissing(SamzapyError):
+    """The installed kafka-python lacks the group-coordinator state group mode reads."""
+
+
+class CoordinatorState:
+    """Read-only view of a consumer's group coordinator (kafka-python 3.0 internals)."""
+
+    def __init__(self, consumer: Any) -> None:
+        self._coordinator = consumer._coordinator
+        self._heartbeat = self._coordinator.heartbeat
+
+    def stable_generation(self) -> int | None:
+        """The group generation while this member is in a stable group, else ``None``."""
+        generation = self._coordinator.generation_if_stable()
+        return None if generation is None else int(generation.generation_id)
+
+    def rejoin_needed(self) -> bool:
+        """Whether the member has to (re)join before it is stable again."""
+        return bool(self._coordinator.need_rejoin())
+
+    def joined(self) -> bool:
+        """Whether the member is in the group or joining it (not out of it)."""
+        return self._coordinator.state != MemberState.UNJOINED
+
+    def rebalancing(self) -> bool:
+        """Whether a join or sync round is in flight (the broker holds the member meanwhile)."""
+        return self._coordinator.state == MemberState.REBALANCING
+
+    def seconds_since_answer(self) -> float:
+        """Seconds since the broker last answered a heartbeat or completed a join for this
+        member (its session is counted from about then)."""
+        heartbeat = self._heartbeat
+        return time.monotonic() - max(heartbeat.last_receive, heartbeat.last_reset)
+
+
+def coordinator_state(consumer: Any) -> CoordinatorState:
+    """The coordinator state of ``consumer``.
+
+    Raises:
+        ClientInternalsMissing: the installed kafka-python does not keep it where
+            :data:`CHECKED_VERSIONS` do.
+    """
+    try:
+        if MemberState is None:
+            raise ImportError("kafka.structs.MemberState")
+        state = CoordinatorState(consumer)
+        state.stable_generation()
+        state.rejoin_needed()
+        state.joined()
+        state.seconds_since_answer()
+    except (AttributeError, ImportError) as exc:
+        msg = (
+            f"group mode reads kafka-python's group coordinator state, checked against kafka-python "
+            f"{CHECKED_VERSIONS}; kafka-python {kafka.__version__} does not have it ({exc}). Install the "
+            "kafka-python range pyproject.toml pins, or run with job.coordinator.factory=passthrough"
+        )
+        raise ClientInternalsMissing(msg) from exc
+    return state
+
+
+def describe() -> str:
+    """One line for the start-up log: which client internals group mode reads."""
+    return (
+        f"group mode reads kafka-python {kafka.__version__} coordinator state "
+        f"(generation, rejoin, heartbeat clock; checked against {CHECKED_VERSIONS})"
+    )
