@@ -88,11 +88,12 @@ class KeyedProducer:
 
 
 class MetricsSampler:
-    """Samples a member's metrics file: (in a rebalance?, messages its tasks processed)."""
+    """Samples a member's metrics file: (is a container gauge set?, messages its tasks processed)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, gauge: str = "rebalance-in-progress") -> None:
         self.samples: list[tuple[bool, int]] = []
         self._path = path
+        self._gauge = gauge
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -104,12 +105,13 @@ class MetricsSampler:
             except (OSError, ValueError):
                 snapshot = None
             if snapshot is not None:
-                rebalancing = bool(snapshot.get("container", {}).get("rebalance-in-progress"))
+                rebalancing = bool(snapshot.get("container", {}).get(self._gauge))
                 processed = metric_sum(snapshot, "task.", "messages-actually-processed")
                 self.samples.append((rebalancing, processed))
             time.sleep(0.2)
 
-    def processed_during_rebalances(self) -> int:
+    def processed_while_set(self) -> int:
+        """Messages processed between two samples that both saw the gauge set (stops sampling)."""
         self._stop.set()
         self._thread.join()
         pairs = zip(self.samples, self.samples[1:], strict=False)

@@ -30,7 +30,7 @@ from typing import Any
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import JobConfig
 from samzapy.container.held_state import held_state
-from samzapy.container.loop import positions
+from samzapy.container.loop import positions, processed
 from samzapy.container.standby import StandbyReplicas, adopt_standby_checkpoints
 from samzapy.container.startup import input_partitions
 from samzapy.coordinator.assignor import LocalState, TaskAssignment
@@ -76,6 +76,7 @@ class _Restore:
 
     partition: int
     checkpoint: TaskCheckpoint | None
+    processed_at_start: dict[str, int]  # the member's running tasks: messages processed so far
     started: float = field(default_factory=time.monotonic)
     stores: dict[str, Any] | None = None
     error: BaseException | None = None
@@ -229,12 +230,15 @@ class GroupTasks:
         adopt_standby_checkpoints(self._job, partitions)
         self._assigned.inc(len(partitions))
         for partition in partitions:
-            restore = _Restore(partition, claimed.get(task_name_for(partition)))
+            restore = _Restore(partition, claimed.get(task_name_for(partition)), self._processed_by_task())
             self._restoring[partition] = restore
             self._c.status.task_state(task_name_for(partition), "restoring")
             threading.Thread(
                 target=self._restore, args=(restore,), name=f"restore-{partition}", daemon=True
             ).start()
+
+    def _processed_by_task(self) -> dict[str, int]:
+        return {t.task_name: processed([t]) for t in self._c.tasks}
 
     def _restore(self, restore: _Restore) -> None:
         try:
@@ -262,10 +266,18 @@ class GroupTasks:
             instance.offsets.update({p.ssp: p.start_offset for p in parts})
             inputs.add(parts, positions(self._c.tasks))
             self._c.status.task_state(instance.task_name, "running")
+            now_processed = self._processed_by_task()
+            meanwhile = sum(
+                n - restore.processed_at_start[t]
+                for t, n in now_processed.items()
+                if t in restore.processed_at_start
+            )
             log.info(
-                "%s: restored in %.1fs in the background; processing",
+                "%s: restored in %.1fs in the background, while this member's other tasks processed %d "
+                "messages; processing",
                 instance.task_name,
                 time.monotonic() - restore.started,
+                meanwhile,
             )
             started = True
         return started

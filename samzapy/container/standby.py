@@ -16,8 +16,8 @@ How a copy stays warm (:class:`StandbyReplicas`, one background thread per conta
 2. apply that store's changelog records up to ``K`` (never beyond: records after ``K`` may
    still be undone by the owner's next restore) to a RocksDB database of its own, straight
    into the engine, as a restore does;
-3. at most every ``task.commit.ms``, take a local checkpoint at ``K``
-   (:mod:`samzapy.container.standby_store` has the layout).
+3. at most every ``task.commit.ms``, and once more when the replicas stop, take a local
+   checkpoint at ``K`` (:mod:`samzapy.container.standby_store` has the layout).
 
 A container that takes a task over first moves the standby checkpoints of that task next to
 its store (:func:`adopt_standby_checkpoints`); the restore then starts from the newest one at
@@ -211,6 +211,8 @@ class StandbyReplicas:
                 if time.monotonic() >= next_progress:
                     next_progress = time.monotonic() + PROGRESS_EVERY_S
                     self._log_progress()
+            for store in self.stores:  # a task taken over next adopts the copy as it is now
+                store.maybe_checkpoint(time.monotonic(), 0.0)
         except Exception as exc:
             self.failed = True
             self._report("failed", f"{type(exc).__name__}: {exc}")
@@ -265,7 +267,9 @@ class StandbyReplicas:
 
     # ----------------------------------------------------------------- shutdown
     def stop(self) -> None:
-        """Stop the thread; it closes its databases and consumers. Nothing is written."""
+        """Stop the thread: it takes a last local checkpoint of every copy that is at its
+        committed offset (a container taking one of these tasks over adopts it), then closes
+        its databases and consumers. Nothing is written to Kafka."""
         self._stop.set()
         self._thread.join(timeout=STOP_TIMEOUT_S)
         if self._thread.is_alive():
