@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 #: How often a member whose lease lapsed asks the group again.
 HOLD_POLL_S = 0.05
+#: How often ``/health`` gets the membership state while nothing changes.
+REPORT_EVERY_S = 1.0
 
 
 def check_group_mode(job: JobConfig) -> None:
@@ -119,6 +121,8 @@ class GroupTasks:
         self._revoked = metrics.counter("tasks-revoked")
         self._lost = metrics.counter("tasks-lost")
         self._holds = metrics.counter("lease-holds")
+        self._reported_rebalance: str | None = None
+        self._reported_at = 0.0
         self.membership = GroupMembership(
             self._job, servers, sorted({s.stream for s in input_counts}), self._local_state, instance_id
         )
@@ -134,9 +138,13 @@ class GroupTasks:
         return LocalState(
             held=held_state(self._job, self._task_count),
             standbys=frozenset(self._standbys),
-            endpoint=getattr(self._c, "query_endpoint", None),
+            endpoint=self._c.query_url,
             rack=self._job.rack,
         )
+
+    def restoring(self) -> list[int]:
+        """The tasks being restored in the background now."""
+        return sorted(self._restoring)
 
     @property
     def settled(self) -> bool:
@@ -159,6 +167,34 @@ class GroupTasks:
             self._claim_and_restore(sorted(change.assigned))
         if self._start_restored() or change:
             self._log_share()
+        self._report_membership()
+
+    def _report_membership(self) -> None:
+        """The member's group state for ``/health`` (``membership``), at most every
+        :data:`REPORT_EVERY_S` unless the rebalance state changed."""
+        member = self.membership
+        rebalance = "stable" if member.rebalance_started is None else "in progress"
+        now = time.monotonic()
+        if rebalance == self._reported_rebalance and now - self._reported_at < REPORT_EVERY_S:
+            return
+        self._reported_rebalance, self._reported_at = rebalance, now
+        self._c.status.membership(
+            {
+                "group": member.group_id,
+                "member": member.member_id,
+                "generation": member.generation,
+                "rebalance": rebalance,
+                "rebalances": member.rebalances,
+                "last_rebalance_s": member.last_rebalance_s,
+                "last_rebalance_at": member.last_rebalance_at,
+                "tasks_assigned": self._assigned.value,
+                "tasks_revoked": self._revoked.value,
+                "tasks_lost": self._lost.value,
+                "tasks_restoring": sorted(self._restoring),
+                "standbys": list(self._standbys),
+                "lease_holds": self._holds.value,
+            }
+        )
 
     def hold(self, stopping: Callable[[], bool]) -> bool:
         """Block while this member's lease has lapsed (:meth:`GroupMembership.lease_valid`):

@@ -57,6 +57,7 @@ from samzapy.kafka.outage import BrokerWait, StoppedDuringOutage
 from samzapy.kafka.producer import FlushTimeout, Producer
 from samzapy.metrics import MetricsRegistry
 from samzapy.query.attach import RunningQueries, start_queries
+from samzapy.query.placement import GroupPlacement
 from samzapy.reporters import Reporters, register_container_gauges
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.changelog import KafkaChangelog
@@ -260,6 +261,10 @@ class Container:
             self.group = GroupTasks(
                 self, consumer_servers, input_counts, task_count, make_instance, self.instance_id
             )
+            if self._queries is not None:  # queries route with the group's task -> endpoint map
+                self._queries.service.placement = GroupPlacement(
+                    self.group, lambda: self.tasks, self._queries.url
+                )
         self.status.running()
 
     def _claim(
@@ -401,6 +406,11 @@ class Container:
             self._stop_requested = True
 
     # ----------------------------------------------------------------- group mode
+    @property
+    def query_url(self) -> str | None:
+        """Where this container answers interactive queries, ``None`` when it does not."""
+        return None if self._queries is None else self._queries.url
+
     @property
     def inputs(self) -> Inputs:
         """The container's input side (group mode adds and drops tasks' partitions)."""

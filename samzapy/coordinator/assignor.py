@@ -43,7 +43,7 @@ class LocalState:
         held: per task, the freshness of the newest local copy of its stores (the sum of their
             changelog offsets; a local checkpoint or a standby copy).
         standbys: the tasks this member keeps standby copies of now.
-        endpoint: its interactive-query address (``host:port``), if any.
+        endpoint: the URL it answers interactive queries at, if any.
         rack: its rack or zone tag, if any.
     """
 

@@ -43,6 +43,11 @@ class CoordinatorState:
         generation = self._coordinator.generation_if_stable()
         return None if generation is None else int(generation.generation_id)
 
+    def member_id(self) -> str | None:
+        """The member id the broker gave this member, ``None`` before it has one."""
+        member = self._coordinator._generation.member_id
+        return member or None
+
     def rejoin_needed(self) -> bool:
         """Whether the member has to (re)join before it is stable again."""
         return bool(self._coordinator.need_rejoin())
@@ -75,6 +80,7 @@ def coordinator_state(consumer: Any) -> CoordinatorState:
         state = CoordinatorState(consumer)
         state.stable_generation()
         state.rejoin_needed()
+        state.member_id()
         state.joined()
         state.seconds_since_answer()
     except (AttributeError, ImportError) as exc:

@@ -150,6 +150,7 @@ class GroupMembership:
         self.rebalances = 0
         self.rebalance_started: float | None = None  # monotonic, while one is in progress
         self.last_rebalance_s: float | None = None
+        self.last_rebalance_at: float | None = None  # epoch seconds
         self._consumer = KafkaConsumer(
             bootstrap_servers=servers,
             group_id=self.group_id,
@@ -217,6 +218,7 @@ class GroupMembership:
             self.rebalance_started = now
         elif not rebalancing and self.rebalance_started is not None:
             self.last_rebalance_s = now - self.rebalance_started
+            self.last_rebalance_at = time.time()
             self.rebalance_started = None
             self.rebalances += 1
 
@@ -235,6 +237,11 @@ class GroupMembership:
     def generation(self) -> int | None:
         """The group generation this member is in, ``None`` while it is not stable."""
         return self._state.stable_generation()
+
+    @property
+    def member_id(self) -> str | None:
+        """The id the group knows this member by (the static instance id when set)."""
+        return self.instance_id or self._state.member_id()
 
     def lease_valid(self) -> bool:
         """Whether this member may still process and commit the tasks it holds (see

@@ -96,5 +96,7 @@ def start_queries(
         ", shared with the Prometheus reporter" if shared is not None else "",
     )
     admin.ensure_topic(topic, 1, compact=True, replication_factor=job.replication_factor)
-    announce(producer, topic, container.container_id, url, [task_name_for(p) for p in service.mine])
+    announce(
+        producer, topic, container.container_id, url, [task_name_for(p) for p in service.placement.mine()]
+    )
     return RunningQueries(service, server, url)

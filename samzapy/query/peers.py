@@ -30,10 +30,13 @@ class Peers:
         self.directory = directory
 
     def ask(
-        self, container: int, path: str, params: dict[str, str], blocked: dict[str, str]
+        self, container: int | str, path: str, params: dict[str, str], blocked: dict[str, str]
     ) -> Answer | None:
-        """Ask ``container`` (scope=local); a 200 answer, or ``None`` with reasons in ``blocked``."""
+        """Ask ``container`` (scope=local): a container id, looked up in the directory, or the
+        URL of a group member; a 200 answer, or ``None`` with reasons in ``blocked``."""
         query = urllib.parse.urlencode({**params, "scope": "local"})
+        if isinstance(container, str):
+            return self._answer(_fetch(f"{container}{path}?{query}"), f"member at {container}", blocked)
         where = f"container {container}"
         if self.directory is None:
             blocked[where] = "no directory of containers"
@@ -51,7 +54,12 @@ class Peers:
             if answer is not None:
                 break
             blocked[where] = f"not reachable at {url}"
+        return self._answer(answer, where, blocked)
+
+    def _answer(self, answer: Answer | None, where: str, blocked: dict[str, str]) -> Answer | None:
+        """``answer`` when it is a 200; else ``None``, with why in ``blocked``."""
         if answer is None:
+            blocked.setdefault(where, "not reachable")
             return None
         blocked.pop(where, None)
         if answer.status == 200:

@@ -35,7 +35,6 @@ from collections.abc import Callable
 from typing import Any
 
 from samzapy.config.model import JobConfig
-from samzapy.container.assignment import other_containers, owner_of, tasks_of
 from samzapy.errors import StorageFailure
 from samzapy.health import RESTORING, RUNNING, ContainerStatus
 from samzapy.kafka.partitioner import partition_for_key
@@ -44,6 +43,7 @@ from samzapy.query.answer import Answer, flag_param, int_param
 from samzapy.query.directory import Directory
 from samzapy.query.keys import KeyCodec, QueryError, check_format
 from samzapy.query.peers import Peers
+from samzapy.query.placement import Placement, StaticPlacement
 from samzapy.query.sources import LiveReader, StaleSource, StoreReader
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.engine import StorageEngine
@@ -87,7 +87,7 @@ class QueryService:
         self.job = job
         self.container_id = container_id
         self.task_count = task_count
-        self.mine = tasks_of(container_id, job.container_count, task_count)
+        self.placement: Placement = StaticPlacement(container_id, job.container_count, task_count)
         self._tasks = tasks
         self.status = status
         self.registry = registry
@@ -163,7 +163,7 @@ class QueryService:
             }
             for name, cfg in self.job.stores.items()
         }
-        tasks = [task_name_for(p) for p in self.mine]
+        tasks = [task_name_for(p) for p in self.placement.mine()]
         return Answer(
             200, {"job": self.job.job_name, "container": self.container_id, "stores": stores, "tasks": tasks}
         )
@@ -178,34 +178,53 @@ class QueryService:
         blocked: dict[str, str] = {}
         path = f"/stores/{_q(store)}/keys/{_q(text)}"
         explicit = "partition" in params
+        mine = self.placement.mine()
         if store in self._global and not explicit:
-            found = self._get_local(store, key, self.mine[:1], fmt, allow_stale, blocked)
+            found = self._get_local(store, key, mine[:1], fmt, allow_stale, blocked)
             return found or self._missing(store, text, blocked)
         if explicit:
             first: int | None = int_param(params, "partition", 0, 0, self.task_count - 1)
         else:
             first = None if local_only else partition_for_key(key, self.task_count)
         if first is not None:
-            owner = owner_of(first, self.job.container_count)
-            if owner == self.container_id:
+            if first in mine:
                 found = self._get_local(store, key, [first], fmt, allow_stale, blocked)
             elif local_only:
                 blocked[task_name_for(first)] = f"not a task of container {self.container_id}"
                 found = None
             else:
-                found = self.peers.ask(owner, path, {**params, "partition": str(first)}, blocked)
-                if found is None and blocked and allow_stale:  # the owner cannot answer
-                    found = self._get_stale_copy(store, key, first, fmt)
+                found = self._ask_owner(store, key, first, fmt, path, params, blocked)
             if found is not None or explicit:
                 return found or self._missing(store, text, blocked)
-        others = [p for p in self.mine if p != first]
+        others = [p for p in mine if p != first]
         found = self._get_local(store, key, others, fmt, allow_stale, blocked)
         if found is None and not local_only:
-            for container in self._other_containers():
-                found = self.peers.ask(container, path, params, blocked)
+            for owner in self.placement.others():
+                found = self.peers.ask(owner, path, params, blocked)
                 if found is not None:
                     break
         return found or self._missing(store, text, blocked)
+
+    def _ask_owner(
+        self,
+        store: str,
+        key: bytes,
+        partition: int,
+        fmt: str,
+        path: str,
+        params: dict[str, str],
+        blocked: dict[str, str],
+    ) -> Answer | None:
+        """Ask the container that runs task ``partition``; with ``allow_stale``, a local stale
+        copy when it cannot answer."""
+        owner = self.placement.owner(partition)
+        if owner is None:
+            blocked[task_name_for(partition)] = "no member of the group announced a query address for it"
+            return None
+        found = self.peers.ask(owner, path, {**params, "partition": str(partition)}, blocked)
+        if found is None and blocked and flag_param(params, "allow_stale"):  # the owner cannot answer
+            found = self._get_stale_copy(store, key, partition, fmt)
+        return found
 
     def _get_local(
         self,
@@ -302,7 +321,8 @@ class QueryService:
         found: list[tuple[bytes, dict[str, Any]]] = []
         truncated = False
         shared = store in self._global
-        for partition in self.mine[:1] if shared else self.mine:
+        mine = self.placement.mine()
+        for partition in mine[:1] if shared else mine:
             with self._lock:
                 reader, stale = self._reader(store, partition, allow_stale, blocked)
                 if reader is None:
@@ -322,8 +342,8 @@ class QueryService:
                 }
                 found.append((key, {**entry, "task": where["task"], "stale": stale}))
         if params.get("scope") != "local" and not shared:
-            for container in self._other_containers():
-                remote = self.peers.ask(container, f"/stores/{_q(store)}/range", params, blocked)
+            for owner in self.placement.others():
+                remote = self.peers.ask(owner, f"/stores/{_q(store)}/range", params, blocked)
                 if remote is not None:
                     truncated |= bool(remote.body.get("truncated"))
                     found += [(bytes.fromhex(e["key_hex"]), e) for e in remote.body["entries"]]
@@ -351,7 +371,7 @@ class QueryService:
         metrics = self.registry.snapshot() if self.registry is not None else {}
         config = self.job.stores[store]
         tasks = []
-        for partition in self.mine:
+        for partition in self.placement.mine():
             name = task_name_for(partition)
             status = statuses.get(name, "unknown")
             checkpoint = committed.get(name)
@@ -412,10 +432,6 @@ class QueryService:
             return reader, True
         blocked[name] = f"the container is {status or 'not running it'}"
         return None, False
-
-    # ----------------------------------------------------------------- other containers
-    def _other_containers(self) -> list[int]:
-        return other_containers(self.container_id, self.job.container_count)
 
 
 def _q(text: str) -> str:

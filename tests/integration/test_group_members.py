@@ -24,6 +24,10 @@ from group_support import (
 )
 from support import changelog_counts, create_topic, kill9, start_job, wait_for
 
+from samzapy.kafka.broker import free_port
+from samzapy.kafka.partitioner import partition_for_key
+from samzapy.query import StateClient, StateQueryError
+
 pytestmark = pytest.mark.integration
 
 
@@ -138,3 +142,37 @@ def test_a_static_member_restarted_within_the_session_gets_its_tasks_back(tmp_pa
                 kill9(process)
     counts, _ = changelog_counts(broker, f"{name}-counts-changelog")
     assert counts == dict(expected)
+
+
+def test_a_member_answers_queries_for_the_other_members_tasks_through_the_assignment(tmp_path, broker):
+    name = "group-query"
+    create_topic(broker, f"{name}-in", PARTITIONS)
+    ports = {m: free_port() for m in "ab"}
+    logs = {m: tmp_path / f"{m}.log" for m in "ab"}
+    members = {
+        m: start_job(
+            member_config(tmp_path, broker, name, m, **{"job.query.port": str(ports[m])}), log=logs[m]
+        )
+        for m in "ab"
+    }
+    expected = produce_keyed(broker, f"{name}-in", 3_000, 300, seed=5)
+    at_a = StateClient(f"http://127.0.0.1:{ports['a']}")
+
+    def everything_counted() -> bool:
+        try:
+            return dict(at_a.range("counts", limit=1000)) == dict(expected)
+        except StateQueryError:  # a task restoring, or an assignment without b's address yet
+            return False
+
+    try:
+        wait_for(lambda: running_tasks(logs["a"]) and running_tasks(logs["b"]), 90, what="a and b to share")
+        wait_for(everything_counted, 90, what="a range over both members to show every count")
+        b_tasks = running_tasks(logs["b"])
+        key = next(k for k in sorted(expected) if partition_for_key(k.encode(), PARTITIONS) in b_tasks)
+        answer = at_a.lookup("counts", key)
+        assert answer["value"] == expected[key]
+        assert "via" in answer  # a did not run that task: it forwarded the lookup to b
+    finally:
+        for process in members.values():
+            process.send_signal(signal.SIGTERM)
+        assert [members[m].wait(timeout=60) for m in "ab"] == [0, 0]

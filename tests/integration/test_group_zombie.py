@@ -17,8 +17,10 @@ SIGTERM).
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
+import urllib.request
 from collections import Counter
 
 import pytest
@@ -27,6 +29,7 @@ from support import changelog_counts, consume_all, create_topic, header, job_env
 
 from samzapy.checkpoint import GENERATION_HEADER, TaskCheckpoint
 from samzapy.crashpoints import PAUSED_LINE
+from samzapy.kafka.broker import free_port
 from samzapy.output_ids import ID_HEADER
 
 pytestmark = [pytest.mark.integration, pytest.mark.crash]
@@ -60,6 +63,24 @@ def owners_before(broker: str, topic: str, marks: dict[int, int]) -> dict[str, T
     return owners
 
 
+def membership_settled(port: int, running: list[int]) -> bool:
+    """Whether member a's ``/health`` shows a stable membership whose task counts add up to
+    the tasks it runs, after it gave tasks away."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+            member = json.loads(response.read()).get("membership", {})
+    except OSError:
+        return False
+    held = member.get("tasks_assigned", 0) - member.get("tasks_revoked", 0) - member.get("tasks_lost", 0)
+    return (
+        member.get("group") == "samzapy-group-zombie-1"
+        and member.get("rebalance") == "stable"
+        and isinstance(member.get("generation"), int)
+        and member.get("tasks_revoked", 0) >= 1
+        and held == len(running)
+    )
+
+
 def test_a_paused_member_writes_nothing_after_its_tasks_moved(tmp_path, broker):
     name = "group-zombie"
     topics = {"in": f"{name}-in", "out": f"{name}-out", "changelog": f"{name}-counts-changelog"}
@@ -71,10 +92,13 @@ def test_a_paused_member_writes_nothing_after_its_tasks_moved(tmp_path, broker):
         "task.commit.ms": "300",
         "app.output": topics["out"],
     }
+    port = free_port()
+    prometheus = {"metrics.reporters": "prom", "metrics.reporter.prom.class": "prometheus"}
+    prometheus |= {"metrics.reporter.prom.host": "127.0.0.1", "metrics.reporter.prom.port": str(port)}
     logs = {m: tmp_path / f"{m}.log" for m in "ab"}
     members: dict[str, subprocess.Popen] = {}
     for m in "ab":
-        config = member_config(tmp_path, broker, name, m, **extra)
+        config = member_config(tmp_path, broker, name, m, **extra, **(prometheus if m == "a" else {}))
         env = job_env(MEMBER=m, **({"SAMZAPY_PAUSE_AT": "after-poll"} if m == "b" else {}))
         members[m] = start_job(config, env=env, log=logs[m])
     try:
@@ -94,6 +118,7 @@ def test_a_paused_member_writes_nothing_after_its_tasks_moved(tmp_path, broker):
         expected += produce_keyed(broker, topics["in"], 2_000, 100, seed=12)
         wait_for(lambda: checkpointed_total(broker, checkpoints) == 4_000, 90, what="the last input")
         wait_for(lambda: running_tasks(logs["b"]), 90, what="b to rejoin and take a share again")
+        wait_for(lambda: membership_settled(port, running_tasks(logs["a"])), 30, what="a's /health to settle")
         for m in "ab":
             members[m].send_signal(signal.SIGTERM)
         assert [members[m].wait(timeout=60) for m in "ab"] == [0, 0]
