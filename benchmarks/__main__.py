@@ -35,6 +35,7 @@ BENCHMARKS = {
     "state_memory": "benchmarks.bench_state_memory",
     "larger_than_ram": "benchmarks.bench_larger_than_ram",
     "replay": "benchmarks.bench_replay",
+    "rebalance": "benchmarks.bench_rebalance",
 }
 
 

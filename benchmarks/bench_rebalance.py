@@ -257,26 +257,31 @@ def main() -> None:
 
 
 def measure_join(scenario: Scenario) -> dict:
-    """Start member d next to a and b; returns its start time and its tasks once it runs them."""
+    """Start member d next to a and b; returns when it started, was given tasks (its first
+    claim) and processed each (its log), and the tasks that stayed on a and b."""
     stayers_before = {m: scenario.members[m].running() for m in "ab"}
     member = scenario.start("d")
     wait_until(lambda: scenario.covered("abd") and member.running(), 120, "d to take its share")
     time.sleep(3)
-    joined = member.first_time("generation")
+    processing = [member.first_time(f"Partition {t}: restored in") for t in member.running()]
     stayers = [t for m in "ab" for t in stayers_before[m] if t in scenario.members[m].running()]
-    return {"started": member.started, "joined": joined, "tasks": member.running(), "stayers": stayers}
+    return {
+        "started": member.started,
+        "assigned": member.first_time("owned with generation"),
+        "processing": processing,
+        "stayers": stayers,
+    }
 
 
 def report_join(times: dict[int, list[float]], join: dict, result: Result) -> None:
     started = join["started"]
-    firsts = [first_after(times.get(t, []), started) for t in join["tasks"]]
-    if None in firsts:
-        result.note("join: a task of the new member produced no output")
+    if None in join["processing"] or join["assigned"] is None:
+        result.note("join: the new member's log does not show when it got or started its tasks")
         return
-    result.add("new member: start -> its share processing", max(firsts) - started, "s")
-    if join["joined"] is not None:
-        result.add("  of which start -> first assignment", join["joined"] - started, "s")
-    during = max(longest_gap(times[t], started, max(firsts) + 1) for t in join["stayers"])
+    done = max(join["processing"])
+    result.add("new member: start -> its share processing", done - started, "s")
+    result.add("  of which start -> first tasks assigned", join["assigned"] - started, "s")
+    during = max(longest_gap(times[t], started, done + 1) for t in join["stayers"])
     before = max(longest_gap(times[t], started - 3, started) for t in join["stayers"])
     result.add(
         "longest gap of tasks that stayed, during the join",

@@ -39,9 +39,16 @@ class CoordinatorState:
         self._heartbeat = self._coordinator.heartbeat
 
     def stable_generation(self) -> int | None:
-        """The group generation while this member is in a stable group, else ``None``."""
-        generation = self._coordinator.generation_if_stable()
-        return None if generation is None else int(generation.generation_id)
+        """The group generation while this member is in a stable group, else ``None``.
+
+        Read without the coordinator's lock (``generation_if_stable`` takes it): a rebalance
+        listener runs under that lock and waits for the container's thread, which reads this.
+        """
+        coordinator = self._coordinator
+        generation = coordinator._generation
+        if coordinator.state != MemberState.STABLE:
+            return None
+        return int(generation.generation_id)
 
     def member_id(self) -> str | None:
         """The member id the broker gave this member, ``None`` before it has one."""

@@ -165,6 +165,8 @@ class GroupMembership:
         )
         self._consumer.subscribe(inputs, listener=self._notes)
         self._state = client_state.coordinator_state(self._consumer)
+        self._offsets_lock = threading.Lock()
+        self._offsets_to_commit: dict[TopicPartition, int] | None = None
         self._lease_s = job.session_timeout_ms * LEASE_SHARE / 1000
         self._lapsed_at: float | None = None  # monotonic, from a lapse until the group confirms
         self.revoke_wait_s = job.session_timeout_ms / 2000
@@ -193,6 +195,7 @@ class GroupMembership:
         try:
             while not self._stop.is_set():
                 self._consumer.poll(timeout_ms=POLL_MS)  # paused partitions: no records, only the protocol
+                self._commit_offsets()
         except BaseException as error:  # handed to the run loop, which stops the container
             self.failed = error
             log.exception("group %s: the membership thread failed", self.group_id)
@@ -284,33 +287,42 @@ class GroupMembership:
             f"the broker has not answered this member for {silent:.1f}s (was the process paused, or cut off?)"
         )
 
-    def commit_offsets(self, offsets: dict[TopicPartition, int]) -> bool:
-        """Commit input offsets to the group (lag monitors read them; samzapy itself resumes
-        from its checkpoints). Returns whether the broker took them: it refuses them from a
-        member whose generation is stale, or for partitions it no longer owns."""
-        if self.generation is None:  # in a rebalance: the broker would refuse them; next commit
-            return False
+    def commit_offsets(self, offsets: dict[TopicPartition, int]) -> None:
+        """Have the membership thread commit these input offsets to the group (lag monitors
+        read them; samzapy itself resumes from its checkpoints). Committed from that thread,
+        not the caller's: a commit waits for kafka-python's network thread, which may be
+        running a rebalance listener that waits for the caller."""
+        with self._offsets_lock:
+            self._offsets_to_commit = dict(offsets)
+
+    def _commit_offsets(self) -> None:
+        """Commit the offsets handed over last, when the group is stable. The broker refuses
+        them from a stale generation, or for partitions this member no longer owns."""
+        with self._offsets_lock:
+            offsets, self._offsets_to_commit = self._offsets_to_commit, None
+        if not offsets or self.generation is None:  # in a rebalance: the next commit carries them
+            return
         owned = set(self._consumer.assignment())
         mine = {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items() if tp in owned}
         if not mine:
-            return True
+            return
         try:
             self._consumer.commit(mine)
         except KafkaError as error:
             # A rebalance that began since the check; the next commit carries the offsets.
             log.debug("group %s: input offsets not committed to the group: %s", self.group_id, error)
-            return False
-        return True
 
     def acknowledge(self) -> None:
         """The container let the revoked tasks it was handed go: the rebalance may go on."""
         self._notes.acknowledged.set()
 
     def close(self) -> None:
-        """Leave the group (a static member does not leave: its tasks wait for it until the
-        session timeout passes)."""
+        """Commit the input offsets handed over last, then leave the group (a static member
+        does not leave: its tasks wait for it until the session timeout passes)."""
         self.closing = True
         self._stop.set()
         self._notes.acknowledged.set()
         self._thread.join(timeout=self.revoke_wait_s + 5)
+        if not self._thread.is_alive():
+            self._commit_offsets()  # those of the final commit
         self._consumer.close(autocommit=False)

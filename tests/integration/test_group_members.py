@@ -22,8 +22,10 @@ from group_support import (
     produce_keyed,
     running_tasks,
 )
+from kafka import KafkaAdminClient
 from support import changelog_counts, create_topic, kill9, start_job, wait_for
 
+from samzapy.checkpoint import read_checkpoints
 from samzapy.kafka.broker import free_port
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.query import StateClient, StateQueryError
@@ -47,6 +49,18 @@ def test_two_members_share_the_tasks_and_count_exactly(tmp_path, broker):
     assert codes == [0, 0], logs[0].read_text()[-3000:] + logs[1].read_text()[-3000:]
     counts, _ = changelog_counts(broker, f"{name}-counts-changelog")
     assert counts == dict(expected)
+    admin = KafkaAdminClient(bootstrap_servers=broker)
+    try:  # what kafka-consumer-groups, Burrow and KEDA read: every message consumed, no lag
+        committed = admin.list_group_offsets(f"samzapy-{name}-1")[f"samzapy-{name}-1"]
+    finally:
+        admin.close()
+    checkpointed = {
+        ssp.partition: offset
+        for c in read_checkpoints(broker, f"__samza_checkpoint_ver_1_for_{name}_1").values()
+        for ssp, offset in c.input_offsets.items()
+    }
+    assert sum(checkpointed.values()) == 20_000
+    assert {tp.partition: o.offset for tp, o in committed.items()} == checkpointed
 
 
 def test_members_crash_join_and_leave_under_load_and_counts_stay_exact(tmp_path, broker):
