@@ -302,6 +302,8 @@ class GroupTasks:
             instance.offsets.update({p.ssp: p.start_offset for p in parts})
             inputs.add(parts, positions(self._c.tasks))
             self._c.status.task_state(instance.task_name, "running")
+            paused_s = time.monotonic() - restore.started  # the task's pause on its way here
+            instance.metrics.gauge("rebalance-pause-s").set(round(paused_s, 3))
             now_processed = self._processed_by_task()
             meanwhile = sum(
                 n - restore.processed_at_start[t]
@@ -312,7 +314,7 @@ class GroupTasks:
                 "%s: restored in %.1fs in the background, while this member's other tasks processed %d "
                 "messages; processing",
                 instance.task_name,
-                time.monotonic() - restore.started,
+                paused_s,
                 meanwhile,
             )
             started = True

@@ -24,7 +24,7 @@ from group_support import (
     produce_keyed,
     running_tasks,
 )
-from support import changelog_counts, consume_all, create_topic, kill9, start_job, wait_for
+from support import changelog_counts, consume_all, create_topic, kill9, read_metrics, start_job, wait_for
 
 from samzapy.checkpoint import TaskCheckpoint
 
@@ -144,5 +144,9 @@ def test_without_standbys_a_moving_task_restores_while_the_members_other_tasks_p
     print(f"a replayed {replayed} for b's tasks; its own tasks processed {meanwhile} messages meanwhile")
     assert all(n > 10_000 for n in replayed.values())  # a real restore, not an adopted copy
     assert sum(meanwhile.values()) > 0
+    pauses = {
+        t: read_metrics(tmp_path / "a.json")[f"task.Partition {t}"]["rebalance-pause-s"] for t in b_tasks
+    }
+    assert all(0 < p < 60 for p in pauses.values()), pauses  # claim and restore, on a
     counts, _ = changelog_counts(broker, f"{name}-counts-changelog")
     assert counts == dict(expected)
