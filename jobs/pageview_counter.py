@@ -14,11 +14,13 @@ Application keys:
   largest time difference between two views of a window), ``window.advance.ms`` (hopping,
   default half the size), ``window.gap.ms`` (sessions, default 30 minutes),
   ``window.count.size`` and ``window.count.step`` (count windows: views per window, and how
-  many views apart windows start; default: the size, i.e. tumbling); ``sliding`` needs the
-  input keyed by user already (``watermark.upstream.tasks=0``); ``count`` after a
+  many views apart windows start; default: the size, i.e. tumbling); ``count`` after a
   repartition counts views in the order the intermediate partition holds them, which
   depends on how the upstream tasks' outputs interleaved (a rerun or a replay over the same
-  intermediate topic gives the same windows);
+  intermediate topic gives the same windows); a sliding window's aggregate is merged from
+  per-time buckets, so it does not depend on the order the views arrive in: after a
+  repartition, with an allowed lateness above the views' disorder, the windows are those of
+  the definition (tested through the repartition stage with kill -9 rounds);
 * ``window.emit`` — ``final`` (default: one record per window when it closes) or ``update``
   (also a record on every change); ``window.early.fire.ms`` — also the changed windows'
   current counts every that many ms of processing time (0: off). Non-final records carry
@@ -97,13 +99,6 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         self.assigner: Any = _assigner(config)
         self.lateness = config.get_int("window.allowed.lateness.ms", 0)
         upstream = config.get_int("watermark.upstream.tasks", 0)
-        if upstream > 0 and isinstance(self.assigner, SlidingWindows):
-            msg = (
-                "window.type=sliding needs input keyed by user already (watermark.upstream.tasks=0): "
-                "after a repartition, which windows a view joins would depend on how the upstream "
-                f"tasks' outputs interleave; got watermark.upstream.tasks={upstream}"
-            )
-            raise ValueError(msg)
         sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(context.inputs)
         self.time = EventTime(store, sources, self.lateness)
         emit = config.get_str("window.emit", "final")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from samzapy.config import load_config
 from samzapy.jobs.pageview_counter import PageViewCounterTask
 from samzapy.jobs.pageview_repartition import PageViewRepartitionTask
@@ -189,7 +187,27 @@ def test_hopping_windows_after_a_repartition_skip_the_windows_the_views_own_sour
     assert sorted((m["window_start"], m["count"]) for m in records(h)) == [(50, 1)]
 
 
-def test_sliding_windows_after_a_repartition_are_refused():
-    config = load_config(CONFIG / "pageview-counter.properties", ["window.type=sliding"])
-    with pytest.raises(ValueError, match="watermark.upstream.tasks=0"):
-        TaskHarness(PageViewCounterTask, config)
+def test_sliding_windows_after_a_repartition_count_the_views_of_every_source():
+    config = load_config(
+        CONFIG / "pageview-counter.properties",
+        [
+            "window.type=sliding",
+            "window.size.ms=100",
+            "watermark.upstream.tasks=2",
+            "window.allowed.lateness.ms=0",
+        ],
+    )
+    h = TaskHarness(PageViewCounterTask, config)
+    forwarded(h, 0, 0, 10, "u1", 10)
+    forwarded(h, 1, 0, 50, "u1", 50)
+    forwarded(h, 0, 1, 80, "u1", 80)
+    for source in (0, 1):
+        h.send(INPUT, None, {"control": "end-of-stream", "source": str(source)}, headers=EOS_HEADERS)
+    # left windows [t-100, t] of 10, 50, 80; right windows [t+1, t+101] of 10 and 50
+    assert sorted((m["window_start"], m["count"]) for m in records(h)) == [
+        (-90, 1),
+        (-50, 2),
+        (-20, 3),
+        (11, 2),
+        (51, 1),
+    ]
