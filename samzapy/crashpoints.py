@@ -11,7 +11,11 @@ container at an exact place, e.g. between its fencing check and its checkpoint w
 another container takes its tasks over. The process writes one line to stderr just before it
 stops, so the test can wait for it.
 
-Unset, a crash or pause point costs one string comparison.
+``SAMZAPY_SLOW_AT=name:seconds`` sleeps that long each time execution reaches
+``crash_point(name)``, with every other thread running: a test uses it to watch a long phase
+(a restore) from outside, e.g. on the status page.
+
+Unset, a crash or pause point costs one string comparison (two for a crash point).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 
 def _parse(variable: str) -> tuple[str, int]:
@@ -28,6 +33,7 @@ def _parse(variable: str) -> tuple[str, int]:
 
 _name, _remaining = _parse("SAMZAPY_CRASH_AT")
 _pause_name, _pause_at = _parse("SAMZAPY_PAUSE_AT")
+_slow_name, _, _slow_s = os.environ.get("SAMZAPY_SLOW_AT", "").partition(":")
 _hits: dict[str, int] = {}
 _pause_hits: dict[str, int] = {}
 
@@ -52,7 +58,10 @@ PAUSED_LINE = "samzapy: paused at {name} (SAMZAPY_PAUSE_AT); send SIGCONT to res
 
 
 def crash_point(name: str) -> None:
-    """SIGKILL this process if ``SAMZAPY_CRASH_AT`` names ``name`` and its count is reached."""
+    """SIGKILL this process if ``SAMZAPY_CRASH_AT`` names ``name`` and its count is reached
+    (sleep first if ``SAMZAPY_SLOW_AT`` names it)."""
+    if name == _slow_name:
+        time.sleep(float(_slow_s or 1))
     if name != _name:
         return
     _hits[name] = _hits.get(name, 0) + 1

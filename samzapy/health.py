@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +18,8 @@ RUNNING = "running"
 FAILED = "failed"
 STOPPED = "stopped"
 STATUSES = (RESTORING, RUNNING, FAILED, STOPPED)
+#: Changes :meth:`ContainerStatus.events` keeps.
+EVENTS_KEPT = 40
 
 
 class ContainerStatus:
@@ -51,12 +54,15 @@ class ContainerStatus:
         self._standby: dict[str, Any] | None = None
         self._broker_down_since: float | None = None
         self._membership: dict[str, Any] | None = None
+        #: (epoch s, text) of the latest changes, for the status page: ownership, states, errors
+        self._events: deque[tuple[float, str]] = deque(maxlen=EVENTS_KEPT)
 
     def restoring(self, tasks: Iterable[str]) -> None:
         """Start-up: these tasks are having their stores restored."""
         with self._lock:
             self._tasks = dict.fromkeys(tasks, RESTORING)
             self._set(RESTORING)
+            self._event(f"started: restoring {len(self._tasks)} task(s)")
 
     def running(self) -> None:
         """Every task is restored and processing."""
@@ -66,6 +72,7 @@ class ContainerStatus:
         """The container stopped on ``error`` (final)."""
         with self._lock:
             self._error = error
+            self._event(f"failed: {error[:300]}")
         self._all(FAILED)
 
     def standby(self, tasks: Iterable[str], status: str, error: str | None = None) -> None:
@@ -73,28 +80,41 @@ class ContainerStatus:
         failed standby leaves the container healthy (its own tasks go on) but shows in
         ``/health``: a failover of those tasks would restore from the changelog."""
         with self._lock:
-            self._standby = {"status": status, "tasks": list(tasks), "error": error}
+            tasks = list(tasks)
+            if self._standby is None or self._standby["status"] != status:
+                self._event(
+                    f"standby copies of {len(tasks)} task(s): {status}" + (f" ({error})" if error else "")
+                )
+            self._standby = {"status": status, "tasks": tasks, "error": error}
 
     def task_state(self, task: str, status: str) -> None:
         """Group mode: one task's status changed (``restoring``, ``running``); a task that
         left this member is removed with :meth:`task_gone`."""
         with self._lock:
+            if self._tasks.get(task) != status:
+                self._event(f"{task}: {'assigned, restoring' if status == RESTORING else status}")
             self._tasks[task] = status
 
     def task_gone(self, task: str) -> None:
         """Group mode: the task left this member."""
         with self._lock:
-            self._tasks.pop(task, None)
+            if self._tasks.pop(task, None) is not None:
+                self._event(f"{task}: moved away from this member")
 
     def membership(self, info: dict[str, Any] | None) -> None:
         """Group mode: the member's group, generation and rebalance state, for ``/health``."""
         with self._lock:
+            old = (self._membership or {}).get("generation")
+            if info is not None and info.get("generation") not in (None, old):
+                self._event(f"group generation {info['generation']}")
             self._membership = info
 
     def broker_unreachable(self, since: float | None) -> None:
         """The broker has been unreachable since ``since`` (epoch seconds); ``None``: it
         answers again."""
         with self._lock:
+            if (since is None) != (self._broker_down_since is None):
+                self._event("broker unreachable" if since is not None else "broker reachable again")
             self._broker_down_since = since
 
     def stopped(self) -> None:
@@ -113,6 +133,16 @@ class ContainerStatus:
         if status != self._status:
             self._status = status
             self._since = time.time()
+            if status in (RUNNING, STOPPED):
+                self._event(status)
+
+    def _event(self, text: str) -> None:
+        self._events.append((time.time(), text))
+
+    def events(self) -> list[tuple[float, str]]:
+        """The latest changes (ownership, statuses, errors), oldest first, as (epoch s, text)."""
+        with self._lock:
+            return list(self._events)
 
     @property
     def status(self) -> str:

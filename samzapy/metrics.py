@@ -7,7 +7,9 @@ Names follow Samza's (``process-calls``, ``puts``, ``restored-messages``...). Re
 
 from __future__ import annotations
 
+import math
 import threading
+from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +45,61 @@ class Gauge:
         return self._fn() if self._fn is not None else self.value
 
 
+#: Bucket bounds (seconds) of the latency histograms: process (per message), commit, restore.
+LATENCY_BUCKETS_S: tuple[float, ...] = (
+    0.0001,
+    0.0005,
+    0.001,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    300.0,
+)
+
+
+class Histogram:
+    """Counts of observed durations (seconds) per bucket, with their sum: Prometheus'
+    cumulative histogram is built from it at scrape time.
+
+    >>> h = Histogram((0.1, 1.0))
+    >>> h.observe(0.05); h.observe(0.5, count=3); h.observe(7.0)
+    >>> h.cumulative(), h.count, round(h.sum, 2)
+    ([(0.1, 1), (1.0, 4), (inf, 5)], 5, 8.55)
+    """
+
+    __slots__ = ("bounds", "counts", "sum", "count")
+
+    def __init__(self, bounds: tuple[float, ...] = LATENCY_BUCKETS_S) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last one: above every bound
+        self.sum = 0.0
+        self.count = 0
+
+    def observe(self, seconds: float, count: int = 1) -> None:
+        """Record ``count`` observations of ``seconds`` each (a batch's mean per message)."""
+        self.counts[bisect_left(self.bounds, seconds)] += count
+        self.sum += seconds * count
+        self.count += count
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """``(upper bound, observations <= it)`` per bucket, ending with ``+Inf``."""
+        running, out = 0, []
+        for bound, n in zip((*self.bounds, math.inf), list(self.counts), strict=True):
+            running += n
+            out.append((bound, running))
+        return out
+
+
 class MetricsGroup:
     """The metrics of one owner (a store, a task, the container), by name."""
 
@@ -50,6 +107,7 @@ class MetricsGroup:
         self.name = name
         self._counters: dict[str, Counter] = {}
         self._gauges: dict[str, Gauge] = {}
+        self._histograms: dict[str, Histogram] = {}
 
     def counter(self, name: str) -> Counter:
         """The counter called ``name``, created at zero on first use."""
@@ -65,6 +123,17 @@ class MetricsGroup:
             found = self._gauges[name] = Gauge(fn)
         return found
 
+    def histogram(self, name: str) -> Histogram:
+        """The latency histogram called ``name`` (seconds), created empty on first use."""
+        found = self._histograms.get(name)
+        if found is None:
+            found = self._histograms[name] = Histogram()
+        return found
+
+    def histograms(self) -> dict[str, Histogram]:
+        """The group's histograms by name (a copy of the mapping), as of now."""
+        return dict(self._histograms)
+
     def counter_names(self) -> frozenset[str]:
         """The names of the group's counters (monotonic), as of now."""
         return frozenset(list(self._counters))
@@ -74,7 +143,8 @@ class MetricsGroup:
         return frozenset(list(self._gauges))
 
     def snapshot(self) -> dict[str, Any]:
-        """Current values of every metric of the group."""
+        """Current values of every counter and gauge of the group (histograms are read with
+        :meth:`histograms`: the ``-ns`` counters carry their totals in snapshots)."""
         values: dict[str, Any] = {n: c.value for n, c in self._counters.items()}
         values.update({n: g.read() for n, g in self._gauges.items()})
         return values

@@ -16,6 +16,7 @@ from samzapy.metrics import Counter, MetricsGroup
 from samzapy.stores.base import KeyValueIterator, KeyValueStore, RawStore, ReadView
 from samzapy.stores.changelog import ChangelogWriter, RestorableChangelog
 from samzapy.stores.checkpoints import LocalCheckpoints
+from samzapy.stores.paths import directory_bytes
 from samzapy.stores.restore import RestoreStats, restore
 from samzapy.stores.rocksdb import RocksDBStore
 from samzapy.stores.wrapped import WrappedStore
@@ -82,6 +83,7 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
         self._flushes, self._flush_ns = counter("flushes"), counter("flush-ns")
         self._checkpoints = self._local_checkpoints()
         self._local_checkpoint_count = counter("local-checkpoints")
+        self.metrics.gauge("disk-bytes", self.disk_bytes)
         self.writes = Counter()  # replaced by the task's shared one (see the class docstring)
 
     def _local_checkpoints(self) -> LocalCheckpoints | None:
@@ -93,6 +95,10 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
     def store_dir(self) -> Path | None:
         """The live RocksDB directory, ``None`` for an in-memory store."""
         return self.raw.path if isinstance(self.raw, RocksDBStore) else None
+
+    def disk_bytes(self) -> int:
+        """Bytes of the live store's files on disk (0 in memory); read from any thread."""
+        return 0 if self.store_dir is None else directory_bytes(self.store_dir)
 
     def read_view(self) -> ReadView:
         """A read-only view of the engine another thread may read while the task writes

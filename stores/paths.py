@@ -14,6 +14,7 @@ one being written (never trusted).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -92,3 +93,22 @@ def global_store_dir(base_dir: Path, store: str, container_id: int) -> Path:
 def global_label(container_id: int) -> str:
     """The name of a container's global store instance (directory and metrics group)."""
     return f"Global_{container_id}"
+
+
+def directory_bytes(path: Path) -> int:
+    """Bytes of the regular files under ``path`` (0 when it is gone); safe while a database
+    writes there: a file deleted during the walk is skipped."""
+    total = 0
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                total += directory_bytes(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+    return total

@@ -68,19 +68,27 @@ class RestoreStats:
 
 
 class _Progress:
-    """Logs records, MB, rate and ETA every few seconds."""
+    """Logs records, MB, rate and ETA every few seconds; with ``metrics``, also keeps the
+    store's ``restore-replayed-records`` and ``restore-target-records`` gauges current (the
+    status page's progress bar)."""
 
-    def __init__(self, what: str, total: int | None) -> None:
+    def __init__(self, what: str, total: int | None, metrics: MetricsGroup | None = None) -> None:
         self.what = what
         self.total = total
         self.records = 0
         self.bytes = 0
         self.start = time.monotonic()
         self._next = self.start + PROGRESS_EVERY_S
+        self._replayed = None if metrics is None else metrics.gauge("restore-replayed-records")
+        if metrics is not None:
+            metrics.gauge("restore-target-records").set(total or 0)
+            metrics.gauge("restore-replayed-records").set(0)
 
     def add(self, records: int, size: int) -> None:
         self.records += records
         self.bytes += size
+        if self._replayed is not None:
+            self._replayed.set(self.records)
         now = time.monotonic()
         if now >= self._next:
             self._next = now + PROGRESS_EVERY_S
@@ -182,10 +190,12 @@ def replay(
     k: int,
     fence: ChangelogFence | None = None,
     skipped: set[bytes] | None = None,
+    metrics: MetricsGroup | None = None,
 ) -> tuple[int, int]:
     """Step 2: write changelog records ``start..k`` into ``raw``; (records, bytes). Records
-    ``fence`` rules out are not written; their keys are added to ``skipped``."""
-    progress = _Progress(f"restore of {changelog}", k + 1 - start)
+    ``fence`` rules out are not written; their keys are added to ``skipped``. ``metrics``:
+    the store's group, whose restore gauges follow the progress."""
+    progress = _Progress(f"restore of {changelog}", k + 1 - start, metrics)
     for batch, size in _merged(changelog.read(start, k + 1), REPLAY_BATCH):
         kept = batch
         if fence is not None:
@@ -260,7 +270,8 @@ def restore(
     restored = restored_bytes = 0
     skipped: set[bytes] = set()
     if k is not None and (base is None or base < k):
-        restored, restored_bytes = replay(raw, changelog, 0 if base is None else base + 1, k, fence, skipped)
+        first = 0 if base is None else base + 1
+        restored, restored_bytes = replay(raw, changelog, first, k, fence, skipped, metrics)
     trim_from = 0 if k is None else k + 1
     trimmed = writes = 0
     if trim_from < end or skipped:
@@ -272,6 +283,7 @@ def restore(
     metrics.counter("restored-bytes").inc(restored_bytes)
     metrics.counter("trimmed-messages").inc(trimmed)
     metrics.gauge("restore-time").set(round(elapsed_ms))
+    metrics.histogram("restore-latency").observe(elapsed_ms / 1000)
     log.info(
         "restored %s to changelog offset %s from %s: %d records (%.1f MB) replayed, %d trimmed in %.0f ms",
         changelog,

@@ -33,6 +33,7 @@ from samzapy.config.types import (
     NAME,
     PATH,
     REPORTER_CLASS,
+    SECRET_FILE,
     SERDE_CLASS,
     SERDE_REF,
     STORE_FACTORY,
@@ -343,9 +344,21 @@ KEYS: tuple[KeySpec, ...] = (
         "job.query.host",
         STRING,
         FROM_MODEL,
-        "Interactive queries: the address the query server binds.",
+        "Interactive queries: the address the query server binds (the loopback interface unless "
+        "opened, e.g. with 0.0.0.0).",
         _JOB,
         field="query_host",
+    ),
+    _key(
+        "job.http.auth.token.file",
+        SECRET_FILE,
+        None,
+        "A file holding a bearer token: the status page (`/`, `/status.json`) and the interactive "
+        "queries (`/stores`) then answer only requests with `Authorization: Bearer <token>` (or "
+        "`?token=<token>` for a browser), on every HTTP port of the container. `/metrics` and "
+        "`/health` stay open for Prometheus and probes. Unset: no token asked.",
+        _JOB,
+        field="http_auth_token_file",
     ),
     _key(
         "job.query.advertised.host",
@@ -874,7 +887,8 @@ KEYS: tuple[KeySpec, ...] = (
         _R + "host",
         STRING,
         FROM_MODEL,
-        "Prometheus reporter: the address the HTTP server binds.",
+        "Prometheus reporter: the address the HTTP server binds (the loopback interface unless "
+        "opened, e.g. with 0.0.0.0, for Prometheus or probes on other hosts).",
         _METRICS,
         field="host",
     ),

@@ -133,7 +133,7 @@ class ReporterSpec:
     kind: str
     stream: SystemStream | None = None
     interval_s: int = 60
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
     port: int = 9404
 
 
@@ -183,7 +183,8 @@ class JobConfig:
     async_queue_size: int = 1000  # messages an async task may hold before its inputs pause
     process_delay_ms: int | None = None  # async tasks: process at timestamp + this, at the earliest
     query_port: int | None = None  # interactive queries (samzapy/query): None: off, 0: any free port
-    query_host: str = "0.0.0.0"
+    query_host: str = "127.0.0.1"
+    http_auth_token_file: Path | None = None  # job.http.auth.token.file: guards /, /status.json, /stores
     query_advertised_host: str | None = None  # None: query_host, or the host name for 0.0.0.0
     reporters: tuple[ReporterSpec, ...] = ()  # metrics.reporters, in order (JMX ones left out)
     app_config: AppConfig = field(default_factory=AppConfig)  # what tasks see as context.config

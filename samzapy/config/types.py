@@ -83,6 +83,22 @@ class ValueType:
 
 
 @dataclass(frozen=True)
+class SecretFileType(ValueType):
+    """A file holding a secret (a bearer token): it must exist, be readable and not be empty;
+    ``~`` expanded, a relative path taken from the working directory."""
+
+    def parse(self, raw: str) -> Path:
+        """The path, checked."""
+        path = Path(super().parse(raw)).expanduser()
+        try:
+            if path.read_text().strip():
+                return path
+        except (OSError, UnicodeDecodeError):
+            pass
+        raise ValueError(raw)
+
+
+@dataclass(frozen=True)
 class IntType(ValueType):
     """An integer with a lower bound; ``disabled`` (e.g. -1) parses to ``None``.
 
@@ -281,6 +297,7 @@ STRING = ValueType("a non-empty string")
 NAME = ValueType("a name")
 PATH = ValueType("a file path")
 DIRECTORY = DirType("a file path")
+SECRET_FILE = SecretFileType("a readable, non-empty file (the bearer token)")
 BOOL = BoolType("true or false")
 STREAM = StreamType("a stream name system.stream (e.g. kafka.pageviews)")
 STREAM_LIST = StreamListType("a non-empty comma-separated list of system.stream names (e.g. kafka.a,kafka.b)")

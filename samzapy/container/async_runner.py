@@ -117,6 +117,7 @@ class AsyncTaskRunner:
         m = instance.metrics
         self._processed = m.counter("messages-actually-processed")
         self._process_ns = m.counter("process-ns")
+        self._process_latency = m.histogram("process-latency")
         self._retries = m.counter("retries")
         self._timeouts = m.counter("timeouts")
         self._max_held = m.gauge("max-queue-length")
@@ -214,7 +215,9 @@ class AsyncTaskRunner:
                 error = exc
             finally:
                 self.running -= 1
-                self._process_ns.inc(time.perf_counter_ns() - started)
+                elapsed = time.perf_counter_ns() - started
+                self._process_ns.inc(elapsed)
+                self._process_latency.observe(elapsed / 1e9)
             if error is None:
                 self._processed.inc()
                 self._done(held)

@@ -84,6 +84,7 @@ class Commit:
         self._flush = flush if flush is not None else lambda what: producer.flush()
         self.calls = metrics.counter("commit-calls")
         self._ns = metrics.counter("commit-ns")
+        self._latency = metrics.histogram("commit-latency")
         #: The last checkpoint written per task name (read by the query service).
         self.last_written: dict[str, TaskCheckpoint] = {}
 
@@ -105,7 +106,9 @@ class Commit:
             self._write(self._checkpoint_of(task.task_name, dict(task.offsets), offsets[task.task_name]))
         self._flush("write the checkpoints")
         self.calls.inc()
-        self._ns.inc(time.perf_counter_ns() - started)
+        elapsed = time.perf_counter_ns() - started
+        self._ns.inc(elapsed)
+        self._latency.observe(elapsed / 1e9)
 
     def _write(self, checkpoint: TaskCheckpoint) -> None:
         if self.last_written.get(checkpoint.task_name) != checkpoint:

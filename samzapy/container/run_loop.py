@@ -60,6 +60,7 @@ from samzapy.query.attach import RunningQueries, start_queries
 from samzapy.query.placement import GroupPlacement
 from samzapy.reporters import Reporters, register_container_gauges
 from samzapy.serdes import SerdeResolver
+from samzapy.status import RunningStatus, start_status
 from samzapy.stores.changelog import KafkaChangelog
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 
@@ -116,6 +117,7 @@ class Container:
         self._standby: StandbyReplicas | None = None  # warm copies of other containers' stores
         self._side_inputs: SideInputs | None = None  # stores filled from side-input topics
         self._queries: RunningQueries | None = None  # interactive queries (job.query.port)
+        self._status_page: RunningStatus | None = None  # / and /status.json on the HTTP ports
         self._head_flusher: HeadFlusher | None = None  # stores.S.flush.at.head
         self._broker: BrokerWait | None = None  # waits out an unreachable broker at commits
         self._aborted = False  # stopped on a failure or during an outage: close without waiting
@@ -228,6 +230,7 @@ class Container:
         )
         # before any restore, so that queries answer "restoring" from the start
         self._queries = start_queries(self, task_count, consumer_servers, self._admin, self._producer)
+        self._status_page = start_status(self)
         found, checkpoints = self._claim(consumer_servers, mine)
         prepare_changelogs(self._admin, self._producer, job, task_count)
         policy = ErrorPolicy(job, self._producer)
@@ -465,6 +468,8 @@ class Container:
             self._fence.close()
         self._write_metrics()
         self.status.stopped()
+        if self._status_page is not None:
+            self._status_page.stop()
         self.reporters.stop()
 
     def _flush(self, what: str) -> None:

@@ -11,7 +11,7 @@ import socket
 from typing import Any
 
 from samzapy.query.directory import Directory, announce, directory_topic
-from samzapy.query.http import PREFIX, QueryHttpServer, route
+from samzapy.query.http import QueryHttpServer, add_query_route
 from samzapy.query.service import QueryService
 from samzapy.query.sources import LocalCheckpointSource
 from samzapy.reporters.prometheus import MetricsHttpServer
@@ -82,10 +82,10 @@ def start_queries(
     )
     server = None
     if shared is not None:
-        shared.routes[PREFIX] = lambda target: route(service, target)
+        add_query_route(shared.http, service)
         host, port = shared.spec.host, shared.port
     else:
-        server = QueryHttpServer(service, job.query_host, job.query_port)
+        server = QueryHttpServer(service, job.query_host, job.query_port, container.reporters.token)
         server.start()
         host, port = job.query_host, server.port
     url = advertised_url(host, port, job.query_advertised_host)

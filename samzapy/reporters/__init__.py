@@ -19,6 +19,7 @@ from typing import Any
 
 from samzapy.config import JobConfig, ReporterSpec
 from samzapy.health import ContainerStatus
+from samzapy.http_server import read_token
 from samzapy.metrics import MetricsRegistry
 from samzapy.reporters.container_metrics import register_container_gauges
 from samzapy.reporters.periodic import LogReporter, ReportSource, SnapshotReporter, snapshot_message
@@ -60,8 +61,11 @@ class Reporters:
         status: ContainerStatus,
         source: ReportSource,
         replication_factor: int = 1,
+        token: str | None = None,
     ) -> None:
         self.specs = specs
+        #: The bearer token of ``job.http.auth.token.file`` (``None``: none), for every HTTP port.
+        self.token = token
         self.registry = registry
         self.status = status
         self.source = source
@@ -80,14 +84,15 @@ class Reporters:
         source = ReportSource(
             job.job_name, job.job_id, container_name(container_id), reset_time_ms=int(time.time() * 1000)
         )
-        return cls(list(job.reporters), registry, status, source, job.replication_factor)
+        token = None if job.http_auth_token_file is None else read_token(job.http_auth_token_file)
+        return cls(list(job.reporters), registry, status, source, job.replication_factor, token)
 
     def start(self, bootstrap_servers: str) -> None:
         """Start every reporter: HTTP servers first, then the periodic ones."""
         for spec in sorted(self.specs, key=lambda s: s.kind != "prometheus"):
             reporter: Any
             if spec.kind == "prometheus":
-                reporter = MetricsHttpServer(spec, self.registry, self.status, self.source)
+                reporter = MetricsHttpServer(spec, self.registry, self.status, self.source, self.token)
             elif spec.kind == "snapshot":
                 reporter = SnapshotReporter(
                     spec, self.registry, self.source, bootstrap_servers, self.replication_factor

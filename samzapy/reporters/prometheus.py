@@ -24,20 +24,27 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from samzapy.config.model import ReporterSpec
 from samzapy.health import ContainerStatus
-from samzapy.http_server import BackgroundHttpServer, Route, send
+from samzapy.http_server import BackgroundHttpServer
 from samzapy.metrics import MetricsRegistry
+from samzapy.reporters.catalog import CATALOG, COUNTER, HISTOGRAMS, MetricDoc, doc_for
 from samzapy.reporters.periodic import ReportSource, registry_snapshot
 from samzapy.streams import SystemStreamPartition
 
@@ -48,12 +55,17 @@ _INVALID = re.compile(r"[^a-zA-Z0-9_]+")
 
 
 def metric_name(kind: str, name: str) -> str:
-    """The Prometheus name of metric ``name`` of a group of ``kind`` (before ``_total``).
+    """The Prometheus family name of registry metric ``name`` of a group of ``kind``, in base
+    units and without ``_total`` (:mod:`samzapy.reporters.catalog`).
 
-    >>> metric_name("store", "restored-messages")
-    'samzapy_store_restored_messages'
+    >>> metric_name("store", "restored-bytes"), metric_name("task", "process-ns")
+    ('samzapy_store_restored_bytes', 'samzapy_task_process_seconds')
+    >>> metric_name("task", "my-own.metric")
+    'samzapy_task_my_own_metric'
     """
-    return _INVALID.sub("_", f"{PREFIX}_{kind}_{name}").lower()
+    doc = CATALOG.get(name) or HISTOGRAMS.get(name)
+    stem = doc.exported(f"{PREFIX}_{kind}") if doc is not None else f"{PREFIX}_{kind}_{name}"
+    return _INVALID.sub("_", stem).lower()
 
 
 def group_labels(group: str) -> tuple[str, dict[str, str]]:
@@ -96,9 +108,11 @@ def _number(value: Any) -> float | None:
 class RegistryCollector(Collector):
     """A ``prometheus_client`` collector over a samzapy :class:`MetricsRegistry`.
 
-    A metric that is a counter in every group it appears in is a Prometheus counter; if it
-    is a gauge anywhere it is a gauge everywhere (one family has one type). Values that are
-    not numbers (a gauge may hold text) are left out.
+    Names, units, types and HELP come from :mod:`samzapy.reporters.catalog`: values are
+    scaled into base units (seconds, bytes), counters end in ``_total``. A metric a task
+    defines itself is a counter if it is one in every group it appears in. Values that are not
+    numbers (a gauge may hold text) are left out. The latency histograms are Prometheus
+    histograms.
     """
 
     def __init__(self, registry: MetricsRegistry, source: ReportSource | None = None) -> None:
@@ -108,17 +122,17 @@ class RegistryCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         """Every numeric metric of the registry, read now."""
         counters = self.registry.counter_names()  # the snapshot has values, not kinds
-        samples: dict[str, list[tuple[bool, dict[str, str], float]]] = {}
+        samples: dict[str, list[tuple[MetricDoc, dict[str, str], float]]] = {}
         for group, values in registry_snapshot(self.registry).items():
             kind, labels = group_labels(group)
             for name, value in values.items():
                 number = _number(value)
                 if number is not None:
-                    samples.setdefault(metric_name(kind, name), []).append(
-                        ((group, name) in counters, labels, number)
-                    )
+                    doc = doc_for(name, (group, name) in counters)
+                    samples.setdefault(metric_name(kind, name), []).append((doc, labels, number * doc.scale))
         for name, found in sorted(samples.items()):
             yield self._family(name, found)
+        yield from self._histograms()
         if self.source is not None:
             info = InfoMetricFamily(f"{PREFIX}_container", "The job and container this process runs.")
             info.add_metric(
@@ -132,24 +146,49 @@ class RegistryCollector(Collector):
             yield info
 
     @staticmethod
-    def _family(name: str, found: list[tuple[bool, dict[str, str], float]]) -> Metric:
+    def _family(name: str, found: list[tuple[MetricDoc, dict[str, str], float]]) -> Metric:
         label_names = sorted({k for _, labels, _ in found for k in labels})
-        doc = f"samzapy metric {name.removeprefix(PREFIX + '_')}"
-        if all(is_counter for is_counter, _, _ in found):
-            family: Any = CounterMetricFamily(name, doc, labels=label_names)
+        doc = found[0][0]
+        if all(d.kind == COUNTER for d, _, _ in found):
+            family: Any = CounterMetricFamily(name, doc.help, labels=label_names, unit="")
         else:
-            family = GaugeMetricFamily(name, doc, labels=label_names)
+            family = GaugeMetricFamily(name, doc.help, labels=label_names)
         for _, labels, value in found:
             family.add_metric([labels.get(k, "") for k in label_names], value)
         return family
 
+    def _histograms(self) -> Iterator[Metric]:
+        families: dict[str, tuple[HistogramMetricFamily, list[str]]] = {}
+        for group in self.registry.groups():
+            kind, labels = group_labels(group.name)
+            for name, histogram in group.histograms().items():
+                family_name = metric_name(kind, name)
+                if family_name not in families:
+                    doc = HISTOGRAMS.get(name)
+                    text = doc.help if doc is not None else f"'{name}' durations."
+                    families[family_name] = (
+                        HistogramMetricFamily(family_name, text, labels=sorted(labels)),
+                        sorted(labels),
+                    )
+                family, label_names = families[family_name]
+                buckets = [(_le(bound), float(n)) for bound, n in histogram.cumulative()]
+                family.add_metric([labels.get(k, "") for k in label_names], buckets, histogram.sum)
+        for family, _ in families.values():
+            yield family
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == math.inf else repr(bound)
+
 
 class MetricsHttpServer:
-    """Serves ``/metrics`` and ``/health`` (and a short index at ``/``) on a daemon thread.
+    """Serves ``/metrics`` and ``/health`` on a daemon thread; the status page and the
+    interactive queries add their routes to :attr:`http` when they share its port.
 
     ``/health`` answers JSON ``{status, since, tasks, error, job, container}``, HTTP 200 when
     the container is running and 503 otherwise (restoring, failed, stopped), so that a
-    load balancer or an orchestrator's readiness probe can use it as it is.
+    load balancer or an orchestrator's readiness probe can use it as it is. Neither path is
+    guarded by ``job.http.auth.token.file``: probes and Prometheus scrape them.
     """
 
     def __init__(
@@ -158,6 +197,7 @@ class MetricsHttpServer:
         registry: MetricsRegistry,
         status: ContainerStatus,
         source: ReportSource,
+        token: str | None = None,
     ) -> None:
         self.spec = spec
         self.registry = registry
@@ -165,17 +205,24 @@ class MetricsHttpServer:
         self.source = source
         self.collectors = CollectorRegistry(auto_describe=False)
         self.collectors.register(RegistryCollector(registry, source))
-        self._http: BackgroundHttpServer | None = None
-        #: More paths served on this port: prefix -> route(path with query) -> (status, content
-        #: type, body). The interactive queries (samzapy.query) add ``/stores`` when configured
-        #: on the same port.
-        self.routes: dict[str, Route] = {}
+        ProcessCollector(registry=self.collectors)
+        PlatformCollector(registry=self.collectors)
+        GCCollector(registry=self.collectors)
+        self.http = BackgroundHttpServer(
+            spec.host,
+            spec.port,
+            what=f"metrics reporter '{spec.name}'",
+            port_key=f"metrics.reporter.{spec.name}.port",
+            thread_name=f"metrics-http-{spec.name}",
+            token=token,
+        )
+        self.http.add_route("/metrics", self._metrics)
+        self.http.add_route("/health", self._health)
 
     @property
     def port(self) -> int:
         """The port listened on (the chosen one when configured as 0)."""
-        assert self._http is not None
-        return self._http.port
+        return self.http.port
 
     def health(self) -> tuple[int, dict[str, Any]]:
         """The ``/health`` answer: HTTP status and JSON body."""
@@ -192,21 +239,21 @@ class MetricsHttpServer:
         body["container"] = self.source.container_name
         return (200 if self.status.healthy else 503), body
 
+    def _health(self, _target: str, _headers: Mapping[str, str]) -> tuple[int, str, bytes]:
+        code, body = self.health()
+        return code, "application/json", json.dumps(body, default=str).encode()
+
+    def _metrics(self, _target: str, headers: Mapping[str, str]) -> tuple[int, str, bytes]:
+        encoder, content_type = choose_encoder(headers.get("Accept", ""))
+        return 200, content_type, encoder(self.collectors)
+
     def start(self) -> None:
         """Bind the port and serve on a daemon thread.
 
         Raises:
             SamzapyError: the port cannot be bound (in use, or not allowed).
         """
-        self._http = BackgroundHttpServer(
-            self.spec.host,
-            self.spec.port,
-            _handler(self),
-            what=f"metrics reporter '{self.spec.name}'",
-            port_key=f"metrics.reporter.{self.spec.name}.port",
-            thread_name=f"metrics-http-{self.spec.name}",
-        )
-        self._http.start()
+        self.http.start()
         log.info(
             "metrics reporter '%s': Prometheus metrics at http://%s:%d/metrics, health at /health",
             self.spec.name,
@@ -216,29 +263,4 @@ class MetricsHttpServer:
 
     def stop(self) -> None:
         """Stop serving and close the port."""
-        if self._http is not None:
-            self._http.stop()
-            self._http = None
-
-
-def _handler(server: MetricsHttpServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            path = self.path.split("?", 1)[0].rstrip("/") or "/"
-            if path == "/metrics":
-                encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
-                send(self, 200, content_type, encoder(server.collectors))
-            elif path == "/health":
-                code, body = server.health()
-                send(self, code, "application/json", json.dumps(body, default=str).encode())
-            elif path == "/":
-                send(self, 200, "text/plain; charset=utf-8", b"samzapy: /metrics (Prometheus), /health\n")
-            elif route := next((r for p, r in server.routes.items() if path.startswith(p)), None):
-                send(self, *route(self.path))
-            else:
-                send(self, 404, "text/plain; charset=utf-8", b"not found: try /metrics or /health\n")
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's signature
-            log.debug("metrics http: " + format, *args)
-
-    return Handler
+        self.http.stop()

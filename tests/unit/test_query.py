@@ -18,7 +18,7 @@ from samzapy.health import ContainerStatus
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.query import LocalCheckpointSource, QueryService, StateClient, StateQueryError
-from samzapy.query.http import QueryHttpServer, route
+from samzapy.query.http import QueryHttpServer, add_query_route
 from samzapy.query.keys import KeyCodec, QueryError, check_format
 from samzapy.reporters.periodic import ReportSource
 from samzapy.reporters.prometheus import MetricsHttpServer
@@ -218,7 +218,7 @@ def test_the_prometheus_server_serves_queries_on_its_port(setup) -> None:
     put(setup, owner("hal"), "hal", 11)
     spec = ReporterSpec("prom", "prometheus", host="127.0.0.1", port=0)
     metrics = MetricsHttpServer(spec, MetricsRegistry(), setup.status, ReportSource("q", "1", "c0", 0))
-    metrics.routes["/stores"] = lambda target: route(setup.service, target)
+    add_query_route(metrics.http, setup.service)
     metrics.start()
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics.port}/stores/counts/keys/hal") as response:

@@ -6,8 +6,10 @@ import doctest
 import importlib
 import json
 import logging
+import re
 import urllib.error
 import urllib.request
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -28,7 +30,10 @@ from samzapy.reporters import (
     SnapshotReporter,
     register_container_gauges,
 )
+from samzapy.reporters.catalog import CATALOG, HISTOGRAMS
 from samzapy.streams import SystemStream, SystemStreamPartition
+
+REPO = Path(__file__).resolve().parents[2]
 
 BASE = {
     "job.name": "j",
@@ -185,12 +190,12 @@ def test_prometheus_text_names_every_numeric_metric_with_labels() -> None:
     lines = set(text.splitlines())
     assert "# TYPE samzapy_container_commit_calls_total counter" in lines
     assert "samzapy_container_commit_calls_total 2.0" in lines
-    assert "samzapy_container_window_ns_total 1500.0" in lines
+    assert "samzapy_container_window_seconds_total 1.5e-06" in lines  # ns counted, seconds exported
     assert 'samzapy_task_messages_actually_processed_total{task="Partition 0"} 7.0' in lines
     assert 'samzapy_store_puts_total{store="counts",task="Partition 0"} 3.0' in lines
     assert 'samzapy_store_puts_total{store="counts",task="Partition 1"} 4.0' in lines
-    assert "# TYPE samzapy_store_restore_time gauge" in lines
-    assert 'samzapy_store_restore_time{store="counts",task="Partition 0"} 12.0' in lines
+    assert "# TYPE samzapy_store_restore_seconds gauge" in lines
+    assert 'samzapy_store_restore_seconds{store="counts",task="Partition 0"} 0.012' in lines  # from ms
     assert 'samzapy_input_lag{partition="1",stream="page.views",system="kafka"} 5.0' in lines
     assert 'samzapy_container_info{container_name="samzapy-container-0",job_id="1",job_name="j"} 1.0' in lines
     assert "label" not in text  # text gauges are left out
@@ -203,13 +208,58 @@ def test_prometheus_reads_values_at_scrape_time() -> None:
     assert 'samzapy_store_puts_total{store="counts",task="Partition 0"} 13.0' in prometheus_text(registry)
 
 
-def test_a_metric_that_is_a_gauge_somewhere_is_a_gauge_everywhere() -> None:
+def test_a_task_metric_that_is_a_gauge_somewhere_is_a_gauge_everywhere() -> None:
     registry = MetricsRegistry()
-    registry.group("task.Partition 0").counter("process-calls").inc()
-    registry.group("task.Partition 1").gauge("process-calls", lambda: 4)
+    registry.group("task.Partition 0").counter("my-metric").inc()
+    registry.group("task.Partition 1").gauge("my-metric", lambda: 4)
     text = prometheus_text(registry)
-    assert "# TYPE samzapy_task_process_calls gauge" in text
-    assert 'samzapy_task_process_calls{task="Partition 1"} 4.0' in text
+    assert "# TYPE samzapy_task_my_metric gauge" in text
+    assert 'samzapy_task_my_metric{task="Partition 1"} 4.0' in text
+    assert "# HELP samzapy_task_my_metric 'my-metric', a metric the job's code defines" in text
+
+
+def test_a_sum_of_counters_kept_as_a_gauge_is_a_prometheus_counter() -> None:
+    registry = MetricsRegistry()
+    registry.group("container").gauge("process-calls", lambda: 4)
+    text = prometheus_text(registry)
+    assert "# TYPE samzapy_container_process_calls_total counter" in text
+    assert "samzapy_container_process_calls_total 4.0" in text
+
+
+def test_latency_histograms_are_prometheus_histograms_in_seconds() -> None:
+    registry = MetricsRegistry()
+    registry.group("task.Partition 0").histogram("process-latency").observe(0.002, count=3)
+    registry.group("container").histogram("commit-latency").observe(0.3)
+    lines = set(prometheus_text(registry).splitlines())
+    assert "# TYPE samzapy_task_process_latency_seconds histogram" in lines
+    assert 'samzapy_task_process_latency_seconds_bucket{le="0.001",task="Partition 0"} 0.0' in lines
+    assert 'samzapy_task_process_latency_seconds_bucket{le="0.005",task="Partition 0"} 3.0' in lines
+    assert 'samzapy_task_process_latency_seconds_bucket{le="+Inf",task="Partition 0"} 3.0' in lines
+    assert 'samzapy_task_process_latency_seconds_count{task="Partition 0"} 3.0' in lines
+    assert 'samzapy_task_process_latency_seconds_sum{task="Partition 0"} 0.006' in lines
+    assert 'samzapy_container_commit_latency_seconds_bucket{le="0.25"} 0.0' in lines
+    assert 'samzapy_container_commit_latency_seconds_bucket{le="0.5"} 1.0' in lines
+
+
+def test_every_catalogued_counter_ends_in_total_and_every_unit_is_a_base_unit() -> None:
+    for name, doc in {**CATALOG, **HISTOGRAMS}.items():
+        assert doc.unit in ("", "seconds", "bytes"), name
+        assert not doc.name.endswith(("-ns", "-ms", "-s", "-time", "-total")), name
+        assert doc.help.endswith(".") and len(doc.help) > 10, name
+
+
+def test_every_metric_samzapy_registers_is_in_the_catalogue() -> None:
+    # the names given to counter(), gauge() and histogram() in samzapy's own code
+    sources = [*REPO.joinpath("samzapy").rglob("*.py"), *REPO.joinpath("stores").rglob("*.py")]
+    names = set()
+    for path in sources:
+        if path.name != "metrics.py":
+            names |= set(re.findall(r'\b(?:counter|gauge)\("([a-z0-9-]+)"', path.read_text()))
+            names |= {f"histogram:{n}" for n in re.findall(r'\.histogram\("([a-z0-9-]+)"', path.read_text())}
+    names.add("updates")  # side inputs count "restored-records" or "updates" through one call
+    histograms = {n.removeprefix("histogram:") for n in names if n.startswith("histogram:")}
+    assert histograms == set(HISTOGRAMS)
+    assert {n for n in names if not n.startswith("histogram:")} == set(CATALOG)
 
 
 def get(url: str) -> tuple[int, bytes]:
