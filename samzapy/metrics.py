@@ -166,6 +166,11 @@ class MetricsRegistry:
                 found = self._groups[name] = MetricsGroup(name)
             return found
 
+    def remove(self, name: str) -> None:
+        """Forget the group called ``name`` (its owner is gone); no error when unknown."""
+        with self._lock:
+            self._groups.pop(name, None)
+
     def groups(self) -> list[MetricsGroup]:
         """Every group of the registry, in creation order (a copy of the list: safe to iterate
         while the container creates more)."""

@@ -65,13 +65,15 @@ def _store_options(func: F) -> F:
 
 @click.group(cls=Group)
 @logging_options
-def main(verbose: bool, log_file: Path | None) -> None:
+def main(verbose: bool, log_file: Path | None, log_format: str, log_config: Path | None) -> None:
     """Read a job's RocksDB store, live or not, with the store's own serdes.
 
     Exit codes: 0 done, 1 a failure (a damaged store included: nothing partial is shown as
     complete), 2 a bad argument or configuration.
     """
-    setup_logging(verbose, level=logging.WARNING, log_file=log_file)
+    setup_logging(
+        verbose, level=logging.WARNING, log_file=log_file, log_format=log_format, log_config=log_config
+    )
 
 
 @contextmanager

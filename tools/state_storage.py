@@ -32,9 +32,11 @@ _PATH = click.Path(file_okay=False, path_type=Path)
 
 @click.group(cls=Group)
 @logging_options
-def main(verbose: bool, log_file: Path | None) -> None:
+def main(verbose: bool, log_file: Path | None, log_format: str, log_config: Path | None) -> None:
     """Restore a job's stores from their changelogs into a directory, and verify them."""
-    setup_logging(verbose, level=logging.WARNING, log_file=log_file)
+    setup_logging(
+        verbose, level=logging.WARNING, log_file=log_file, log_format=log_format, log_config=log_config
+    )
 
 
 @main.command()

@@ -22,13 +22,13 @@ from samzapy.cli.run import run
 @click.group(cls=Group)
 @logging_options
 @click.version_option(package_name="samzapy")
-def main(verbose: bool, log_file: Path | None) -> None:
+def main(verbose: bool, log_file: Path | None, log_format: str, log_config: Path | None) -> None:
     """samzapy: a Python stream processor in the Apache Samza mould.
 
     Exit codes: 0 done, 1 a failure (one "Error:" line says what and what to do; -v or
     --log-file for the traceback), 2 a bad argument or configuration.
     """
-    setup_logging(verbose, log_file=log_file)
+    setup_logging(verbose, log_file=log_file, log_format=log_format, log_config=log_config)
 
 
 for _command in (run, broker, checkpoint, generate, produce, consume, quickstart, replay):

@@ -9,8 +9,13 @@ with ``-v``: without it, the ``Error:`` line says all there is to say.
 
 from __future__ import annotations
 
+import json
 import logging
+import logging.config
 import sys
+import threading
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from samzapy import user_code
@@ -19,6 +24,9 @@ FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 #: ``extra={VERBOSE_ONLY: True}`` keeps a record off the console unless ``-v`` was given.
 VERBOSE_ONLY = user_code.VERBOSE_ONLY
 _OURS = "_samzapy_cli_handler"
+#: Seconds during which the Kafka client's repeats of one problem are counted, not logged.
+KAFKA_REPEAT_WINDOW_S = 60.0
+LOG_FORMATS = ("text", "json")
 
 
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
@@ -52,7 +60,82 @@ class ConsoleFormatter(logging.Formatter):
         return super().format(plain) + " (the traceback: run with -v, or see --log-file)"
 
 
-def setup_logging(verbose: bool = False, *, level: int = logging.INFO, log_file: Path | None = None) -> None:
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, for log shippers: ``time`` (ISO 8601, UTC), ``level``,
+    ``logger``, ``thread``, ``message``, and ``exception`` (the traceback) when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line of JSON."""
+        line = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "thread": record.threadName,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            line["exception"] = record.exc_text
+        return json.dumps(line, ensure_ascii=False)
+
+
+class KafkaRepeats(logging.Filter):
+    """Keeps the Kafka client's connection noise to one line per problem: a record of a
+    ``kafka.*`` logger whose message template was logged in the last ``window_s`` seconds is
+    counted instead of logged; the first one after the window says how many were left out."""
+
+    def __init__(self, window_s: float = KAFKA_REPEAT_WINDOW_S) -> None:
+        super().__init__()
+        self.window_s = window_s
+        self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}  # -> (logged at, left out)
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Whether ``record`` is logged (it may gain a "repeated" note)."""
+        if not record.name.startswith("kafka") or record.levelno < logging.WARNING:
+            return True
+        key = (record.name, record.levelno, str(record.msg))
+        now = time.monotonic()
+        with self._lock:
+            logged_at, left_out = self._seen.get(key, (None, 0))
+            if logged_at is not None and now - logged_at < self.window_s:
+                self._seen[key] = (logged_at, left_out + 1)
+                return False
+            self._seen[key] = (now, 0)
+        if left_out:
+            record.msg = f"{record.msg} (and {left_out} more like it in the last {self.window_s:.0f} s)"
+        return True
+
+
+def load_log_config(path: Path) -> None:
+    """Configure logging from ``path``: Python's ``dictConfig`` as JSON (``.json``), else the
+    ``fileConfig`` INI format (what ``--log-config`` reads, as Samza reads a log4j file).
+
+    Raises:
+        click.BadParameter: the file cannot be read or is not a valid logging configuration.
+    """
+    import click
+
+    try:
+        if path.suffix == ".json":
+            logging.config.dictConfig(json.loads(path.read_text()))
+        else:
+            logging.config.fileConfig(path, disable_existing_loggers=False)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError) as exc:
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        msg = f"{path} is not a usable logging configuration ({detail})"
+        raise click.BadParameter(msg, param_hint="--log-config") from exc
+
+
+def setup_logging(
+    verbose: bool = False,
+    *,
+    level: int = logging.INFO,
+    log_file: Path | None = None,
+    log_format: str = "text",
+    log_config: Path | None = None,
+) -> None:
     """Configure logging for a command; calling it again replaces what it set up before.
 
     Args:
@@ -61,6 +144,10 @@ def setup_logging(verbose: bool = False, *, level: int = logging.INFO, log_file:
             their own progress: WARNING). kafka-python logs one level quieter (INFO with ``-v``).
         log_file: also append every record from INFO (DEBUG with ``-v``) to this file, with
             tracebacks.
+        log_format: ``text`` (one line per record) or ``json`` (one JSON object per line, on
+            the console and in the log file).
+        log_config: a Python logging configuration file (see :func:`load_log_config`) that
+            replaces the console and file set-up; the Kafka repeat filter goes on its handlers.
 
     When something else already put handlers on the root logger (pytest, an application
     embedding the CLI), the console is left to it.
@@ -69,20 +156,29 @@ def setup_logging(verbose: bool = False, *, level: int = logging.INFO, log_file:
     for handler in [h for h in root.handlers if getattr(h, _OURS, False)]:
         root.removeHandler(handler)
         handler.close()
+    repeats = KafkaRepeats()
+    if log_config is not None:
+        load_log_config(log_config)
+        for handler in root.handlers:
+            handler.addFilter(repeats)
+        return
     handlers: list[logging.Handler] = []
     if not root.handlers:
         console = _Stderr()
         console.setLevel(logging.DEBUG if verbose else level)
-        console.setFormatter(ConsoleFormatter(verbose))
-        console.addFilter(lambda record: verbose or not getattr(record, VERBOSE_ONLY, False))
+        console.setFormatter(JsonFormatter() if log_format == "json" else ConsoleFormatter(verbose))
+        # JSON goes to a log shipper: the failure's record (with its traceback) is its only trace
+        shown = verbose or log_format == "json"
+        console.addFilter(lambda record: shown or not getattr(record, VERBOSE_ONLY, False))
         handlers.append(console)
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         file = logging.FileHandler(log_file, encoding="utf-8")
         file.setLevel(logging.DEBUG if verbose else logging.INFO)
-        file.setFormatter(logging.Formatter(FORMAT))
+        file.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(FORMAT))
         handlers.append(file)
     for handler in handlers:
+        handler.addFilter(repeats)
         setattr(handler, _OURS, True)
         root.addHandler(handler)
     if handlers:

@@ -30,7 +30,22 @@ def overrides_option(func: F) -> F:
 
 
 def logging_options(func: F) -> F:
-    """``-v/--verbose`` and ``--log-file PATH`` (see :func:`samzapy.cli.logs.setup_logging`)."""
+    """``-v/--verbose``, ``--log-file PATH``, ``--log-format text|json`` and ``--log-config
+    FILE`` (see :func:`samzapy.cli.logs.setup_logging`)."""
+    func = click.option(
+        "--log-config",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="A Python logging configuration (INI as for logging.config.fileConfig, or dictConfig "
+        "as .json) that replaces the console and --log-file set-up.",
+    )(func)
+    func = click.option(
+        "--log-format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="json: one JSON object per line (time, level, logger, thread, message, exception), "
+        "for log shippers.",
+    )(func)
     func = click.option(
         "--log-file",
         type=click.Path(dir_okay=False, path_type=Path),

@@ -36,6 +36,7 @@ from samzapy.container.startup import input_partitions
 from samzapy.coordinator.assignor import LocalState, TaskAssignment
 from samzapy.coordinator.group import GroupMembership
 from samzapy.errors import ConfigError
+from samzapy.reporters.container_metrics import register_input_gauges, register_task_gauges
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import AsyncStreamTask
 
@@ -301,6 +302,8 @@ class GroupTasks:
             parts = input_partitions(self._job, inputs.consumer, [instance], self._input_counts, checkpoints)
             instance.offsets.update({p.ssp: p.start_offset for p in parts})
             inputs.add(parts, positions(self._c.tasks))
+            register_task_gauges(instance)
+            register_input_gauges(self._c.registry, inputs.consumer, parts)
             self._c.status.task_state(instance.task_name, "running")
             paused_s = time.monotonic() - restore.started  # the task's pause on its way here
             instance.metrics.gauge("rebalance-pause-s").set(round(paused_s, 3))

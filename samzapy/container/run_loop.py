@@ -59,6 +59,7 @@ from samzapy.metrics import MetricsRegistry
 from samzapy.query.attach import RunningQueries, start_queries
 from samzapy.query.placement import GroupPlacement
 from samzapy.reporters import Reporters, register_container_gauges
+from samzapy.reporters.container_metrics import forget_input_gauges
 from samzapy.serdes import SerdeResolver
 from samzapy.status import RunningStatus, start_status
 from samzapy.stores.changelog import KafkaChangelog
@@ -341,7 +342,7 @@ class Container:
             flush=self._flush,
         )
         self._last_checkpoints = self._commit_step.last_written  # the query service reads it
-        register_container_gauges(self.registry, self.tasks, self._inputs)
+        register_container_gauges(self.registry, lambda: self.tasks, self._inputs)
         if job.coordinator != "group":  # in group mode the assignment names the standbys
             self._standby = StandbyReplicas.start_for(
                 job, self.container_id, task_count, consumer_servers, self.registry, self.status
@@ -400,6 +401,7 @@ class Container:
             if self.group is not None:  # the task may come back to this member: free its stores
                 _try(task.abandon, f"closing {task.task_name}")
         self._inputs.drop_tasks(self.tasks, positions(self.tasks))
+        forget_input_gauges(self.registry, self._inputs)
         if self._head_flusher is not None:
             self._head_flusher.drop(self.tasks)
         for name in lost:
@@ -443,6 +445,7 @@ class Container:
             _try(task.close if commit else task.abandon, f"closing {task.task_name}")
             self.status.task_gone(task.task_name)
         self.inputs.drop_tasks(self.tasks, positions(self.tasks))
+        forget_input_gauges(self.registry, self.inputs)
 
     # ----------------------------------------------------------------- shutdown
     def _close(self) -> None:

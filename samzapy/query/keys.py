@@ -28,6 +28,7 @@ import json
 from typing import Any
 
 from samzapy.errors import SamzapyError
+from samzapy.http_server import clip
 from samzapy.serdes import BytesSerde, IntegerSerde, JsonSerde, LongSerde, Serde
 
 FORMATS = ("string", "json", "hex")
@@ -72,7 +73,7 @@ class KeyCodec:
             try:
                 return bytes.fromhex(text)
             except ValueError:
-                msg = f"key '{text}' is not hex (format=hex wants the key bytes as hex digits)"
+                msg = f"key '{clip(text)}' is not hex (format=hex wants the key bytes as hex digits)"
                 raise QueryError(msg) from None
         key = self._key_object(text, fmt)
         if self.key_serde is None:
@@ -80,7 +81,7 @@ class KeyCodec:
         try:
             return self.key_serde.to_bytes(key)
         except SamzapyError as exc:
-            msg = f"key '{text}' (format={fmt}) does not fit the store's key serde: {exc}"
+            msg = f"key '{clip(text)}' (format={fmt}) does not fit the store's key serde: {clip(str(exc))}"
             raise QueryError(msg) from exc
 
     def _key_object(self, text: str, fmt: str) -> Any:
@@ -89,14 +90,14 @@ class KeyCodec:
             try:
                 value = json.loads(text)
             except ValueError as exc:
-                msg = f"key '{text}' is not JSON (format=json): {exc}"
+                msg = f"key '{clip(text)}' is not JSON (format=json): {clip(str(exc))}"
                 raise QueryError(msg) from None
             return value.encode() if isinstance(value, str) and _is_bytes(serde) else value
         if isinstance(serde, IntegerSerde | LongSerde):
             try:
                 return int(text)
             except ValueError:
-                msg = f"key '{text}' is not an integer, as the store's key serde needs"
+                msg = f"key '{clip(text)}' is not an integer, as the store's key serde needs"
                 raise QueryError(msg) from None
         return text.encode() if _is_bytes(serde) else text
 

@@ -37,6 +37,7 @@ from typing import Any
 from samzapy.config.model import JobConfig
 from samzapy.errors import StorageFailure
 from samzapy.health import RESTORING, RUNNING, ContainerStatus
+from samzapy.http_server import clip
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.metrics import MetricsRegistry
 from samzapy.query.answer import Answer, flag_param, int_param
@@ -124,7 +125,7 @@ class QueryService:
             if parts == ["stores"]:
                 return self.index()
             if len(parts) < 3 or parts[0] != "stores":
-                raise QueryError(f"unknown path '{parsed.path}': see /stores", 404)
+                raise QueryError(f"unknown path '{clip(parsed.path)}': see /stores", 404)
             store = urllib.parse.unquote(parts[1])
             if parts[2] == "keys" and len(parts) >= 4:
                 key = urllib.parse.unquote("/".join(parts[3:]))
@@ -134,7 +135,7 @@ class QueryService:
             if parts[2:] == ["partitions"]:
                 return self.partitions(store)
             raise QueryError(
-                f"unknown path '{parsed.path}': use /stores/{store}/keys/<key>, /stores/{store}/range "
+                f"unknown path '{clip(parsed.path)}': use /stores/{store}/keys/<key>, /stores/{store}/range "
                 f"or /stores/{store}/partitions",
                 404,
             )
@@ -148,7 +149,7 @@ class QueryService:
         if codec is None:
             known = ", ".join(sorted(self._codecs)) or "none"
             raise QueryError(
-                f"store '{store}' is not a store of job '{self.job.job_name}' (stores: {known})", 404
+                f"store '{clip(store)}' is not a store of job '{self.job.job_name}' (stores: {known})", 404
             )
         return codec
 
@@ -298,7 +299,7 @@ class QueryService:
             return Answer(
                 503,
                 {
-                    "error": f"key '{text}' of store '{store}' cannot be answered now: "
+                    "error": f"key '{clip(text)}' of store '{clip(store)}' cannot be answered now: "
                     + "; ".join(f"{t}: {r}" for t, r in sorted(blocked.items())),
                     "reason": _reason(blocked),
                     "blocked": blocked,
@@ -306,7 +307,8 @@ class QueryService:
                 },
             )
         return Answer(
-            404, {"error": f"key '{text}' is not in store '{store}'", "container": self.container_id}
+            404,
+            {"error": f"key '{clip(text)}' is not in store '{clip(store)}'", "container": self.container_id},
         )
 
     def range(self, store: str, params: dict[str, str]) -> Answer:

@@ -23,25 +23,51 @@ def _sum(counters: list[Counter]) -> Callable[[], int]:
     return lambda: sum(c.value for c in counters)
 
 
-def register_container_gauges(registry: MetricsRegistry, tasks: Iterable[Any], inputs: Any) -> None:
-    """Register the gauges of the module docstring for ``tasks`` (``TaskInstance``) and
-    ``inputs`` (the container's ``Inputs``, or ``None``).
+def _live_sum(tasks: Callable[[], Iterable[Any]], name: str) -> Callable[[], int]:
+    """The sum of counter ``name`` over the tasks the container runs at read time (group mode
+    adds and removes tasks while it runs)."""
+    return lambda: sum(t.metrics.counter(name).value for t in list(tasks()))
 
-    The counters summed are looked up here, on the run loop's thread, so that reading the
-    gauges from a reporter's thread never creates a metric.
+
+def register_container_gauges(
+    registry: MetricsRegistry, tasks: Callable[[], Iterable[Any]], inputs: Any
+) -> None:
+    """Register the gauges of the module docstring: ``tasks`` returns the container's
+    ``TaskInstance`` objects at the time of a read; ``inputs`` is the container's ``Inputs``
+    (or ``None``).
+
+    Every counter summed exists from its task's creation, so a read from a reporter's thread
+    never creates a metric.
     """
-    tasks = list(tasks)
     container = registry.group("container")
-    processed = [t.metrics.counter("messages-actually-processed") for t in tasks]
-    container.gauge("process-calls", _sum(processed))
-    container.gauge("messages-actually-processed", _sum(processed))
-    container.gauge("process-ns", _sum([t.metrics.counter("process-ns") for t in tasks]))
-    container.gauge("window-calls", _sum([t.metrics.counter("window-calls") for t in tasks]))
-    for task, counter in zip(tasks, processed, strict=True):
-        task.metrics.gauge("process-calls", _sum([counter]))
+    container.gauge("process-calls", _live_sum(tasks, "messages-actually-processed"))
+    container.gauge("messages-actually-processed", _live_sum(tasks, "messages-actually-processed"))
+    container.gauge("process-ns", _live_sum(tasks, "process-ns"))
+    container.gauge("window-calls", _live_sum(tasks, "window-calls"))
+    for task in list(tasks()):
+        register_task_gauges(task)
     if inputs is not None:
-        for part in inputs.partitions.values():
-            _register_input(registry, inputs.consumer, part)
+        register_input_gauges(registry, inputs.consumer, list(inputs.partitions.values()))
+
+
+def register_task_gauges(task: Any) -> None:
+    """``process-calls`` of one task (one ``process`` call per message)."""
+    task.metrics.gauge("process-calls", _sum([task.metrics.counter("messages-actually-processed")]))
+
+
+def register_input_gauges(registry: MetricsRegistry, consumer: Any, partitions: list[Any]) -> None:
+    """``offset``, ``high-watermark`` and ``lag`` of each of ``partitions`` (``InputPartition``)."""
+    for part in partitions:
+        _register_input(registry, consumer, part)
+
+
+def forget_input_gauges(registry: MetricsRegistry, inputs: Any) -> None:
+    """Remove the input groups of partitions ``inputs`` no longer reads (their task left):
+    a stale lag of a partition another member reads would mislead."""
+    read = {f"input.{part.ssp}" for part in inputs.partitions.values()}
+    for group in registry.groups():
+        if group.name.startswith("input.") and group.name not in read:
+            registry.remove(group.name)
 
 
 def _register_input(registry: MetricsRegistry, consumer: Any, part: Any) -> None:

@@ -5,6 +5,7 @@ subprocesses, the real dev broker."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -155,3 +156,46 @@ def test_with_v_the_users_traceback_comes_before_the_stop_summary(tmp_path, brok
     users = verbose.stderr[own:].split("\n")[2:6]
     assert users[0].endswith('failing_tasks.py", line 16, in process')  # no container frame first
     assert "run_loop: stopped: " in verbose.stderr[own:], verbose.stderr[own:]
+
+
+def test_log_format_json_lines_parse_and_carry_the_failure(tmp_path, broker, topic_name):
+    config = _config(tmp_path, broker, topic_name, "FailsAtOffsetThree")
+
+    result = _samzapy("--log-format", "json", "run", str(config), "--exit-at-end")
+
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.startswith("{")]
+    records = [json.loads(line) for line in lines]  # every JSON-looking line parses
+    assert len(records) >= 5 and {"time", "level", "logger", "thread", "message"} <= set(records[0])
+    assert any(r["logger"].startswith("samzapy.container") for r in records), [r["logger"] for r in records]
+    assert any(r["level"] == "ERROR" and "process() raised" in r["message"] for r in records)
+    others = [line for line in result.stderr.splitlines() if not line.startswith("{")]
+    assert others == _error_lines(result.stderr)  # only the one Error: line is not JSON
+
+
+def test_log_config_replaces_the_console_set_up(tmp_path, broker, topic_name):
+    config = _config(tmp_path, broker, topic_name, "FailsAtOffsetThree")
+    written = tmp_path / "samzapy.log"
+    log_config = tmp_path / "logging.ini"
+    log_config.write_text(
+        "[loggers]\nkeys=root\n\n[handlers]\nkeys=file\n\n[formatters]\nkeys=plain\n\n"
+        "[logger_root]\nlevel=INFO\nhandlers=file\n\n"
+        f"[handler_file]\nclass=FileHandler\nformatter=plain\nargs=('{written}',)\n\n"
+        "[formatter_plain]\nformat=CUSTOM %(levelname)s %(name)s %(message)s\n"
+    )
+
+    result = _samzapy("--log-config", str(log_config), "run", str(config), "--exit-at-end")
+
+    assert result.returncode == 1
+    lines = written.read_text().splitlines()
+    assert lines[0].startswith("CUSTOM INFO ") and sum(line.startswith("CUSTOM ") for line in lines) >= 5
+    assert not [line for line in lines if line[:4].isdigit()]  # none in samzapy's own format
+    assert any(
+        line.startswith("CUSTOM ERROR samzapy.cli the command failed: task Partition 0") for line in lines
+    )
+    assert "INFO" not in result.stderr  # the console set-up is the file's, not samzapy's
+
+    broken = tmp_path / "broken.ini"
+    broken.write_text("[loggers]\nkeys=root\n")
+    bad = _samzapy("--log-config", str(broken), "run", str(config), "--exit-at-end")
+    assert bad.returncode == 2 and "broken.ini is not a usable logging configuration" in bad.stderr

@@ -124,26 +124,30 @@ def test_prometheus_snapshot_and_health_of_a_running_job(tmp_path: Path, broker:
 
         total = sum(MESSAGES.values())
         wait_for(
-            lambda: scraped().get("samzapy_container_messages_actually_processed") == total,
+            lambda: scraped().get("samzapy_container_messages_actually_processed_total") == total,
             timeout=30,
             what="every message processed",
         )
         wait_for(lambda: scraped().get("samzapy_container_commit_calls_total", 0) >= 2, timeout=10)
         metrics = scraped()
         for metric in (
-            "samzapy_container_process_calls",
-            "samzapy_container_process_ns",
-            "samzapy_container_window_calls",
-            "samzapy_container_window_ns_total",
-            "samzapy_container_commit_ns_total",
+            "samzapy_container_process_calls_total",
+            "samzapy_container_process_seconds_total",
+            "samzapy_container_window_calls_total",
+            "samzapy_container_window_seconds_total",
+            "samzapy_container_commit_seconds_total",
+            "samzapy_container_commit_latency_seconds_count",
+            "process_resident_memory_bytes",
+            "python_gc_collections_total{generation=\"0\"}",
         ):
             assert metric in metrics, metric
-        assert metrics["samzapy_container_process_calls"] == total
+        assert metrics["samzapy_container_process_calls_total"] == total
         for partition, count in MESSAGES.items():
             task = f'task="Partition {partition}"'
             labels = f'partition="{partition}",stream="{name}-in",system="kafka"'
             assert metrics[f"samzapy_task_messages_actually_processed_total{{{task}}}"] == count
-            assert metrics[f"samzapy_task_process_calls{{{task}}}"] == count
+            assert metrics[f"samzapy_task_process_calls_total{{{task}}}"] == count
+            assert metrics[f'samzapy_task_process_latency_seconds_bucket{{le="+Inf",{task}}}'] == count
             assert metrics[f"samzapy_input_offset{{{labels}}}"] == count
             assert metrics[f"samzapy_input_lag{{{labels}}}"] == 0
             # The high watermark comes from the consumer's fetches; the dev broker may
@@ -152,6 +156,8 @@ def test_prometheus_snapshot_and_health_of_a_running_job(tmp_path: Path, broker:
             assert metrics[f'samzapy_store_puts_total{{store="counts",{task}}}'] > 0
         restored = metrics['samzapy_store_restored_messages_total{store="counts",task="Partition 0"}']
         assert restored == CHANGELOG
+        assert metrics['samzapy_store_restore_latency_seconds_count{store="counts",task="Partition 0"}'] == 1
+        assert metrics['samzapy_store_disk_bytes{store="counts",task="Partition 0"}'] > 0
         assert (
             'samzapy_container_info{container_name="samzapy-container-0",job_id="1",job_name="metrics-job"}'
             in (metrics)

@@ -4,8 +4,11 @@ the one error boundary maps errors to ``Error:`` lines and exit codes (2 bad req
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import pkgutil
+import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,7 +19,7 @@ from click.testing import CliRunner
 import samzapy.cli
 from samzapy.cli import main
 from samzapy.cli.boundary import Command, Group
-from samzapy.cli.logs import VERBOSE_ONLY, ConsoleFormatter, setup_logging
+from samzapy.cli.logs import VERBOSE_ONLY, ConsoleFormatter, JsonFormatter, KafkaRepeats, setup_logging
 from samzapy.errors import BadArgumentError, ConfigError, KafkaSystemError
 from samzapy.tools.read_rocksdb import main as read_rocksdb_tool
 from samzapy.tools.state_storage import main as state_storage_tool
@@ -225,3 +228,33 @@ def test_setup_logging_again_replaces_its_handlers(tmp_path):
         assert len(root.handlers) == 1
         assert root.level == logging.DEBUG
         assert logging.getLogger("kafka").level == logging.INFO
+
+
+def test_the_kafka_clients_repeats_of_one_problem_are_one_line_until_the_window_passes() -> None:
+    repeats = KafkaRepeats(window_s=0.2)
+
+    def record(name: str, msg: str, level: int = logging.WARNING) -> logging.LogRecord:
+        return logging.LogRecord(name, level, __file__, 1, msg, ("node-1",), None)
+
+    passed = [repeats.filter(record("kafka.conn", "%s: connect attempt failed")) for _ in range(50)]
+    assert passed == [True] + [False] * 49
+    assert repeats.filter(record("kafka.client", "%s: node not ready"))  # another problem: its own line
+    assert repeats.filter(record("samzapy.container", "%s: not kafka"))  # samzapy's lines are never held
+    assert repeats.filter(record("kafka.conn", "%s: connect attempt failed", logging.INFO))  # below WARNING
+    time.sleep(0.25)
+    late = record("kafka.conn", "%s: connect attempt failed")
+    assert (
+        repeats.filter(late)
+        and late.getMessage() == "node-1: connect attempt failed (and 49 more like it in the last 0 s)"
+    )
+
+
+def test_json_log_lines_are_json_with_the_traceback(tmp_path) -> None:
+    try:
+        raise ValueError("bad")
+    except ValueError:
+        record = logging.LogRecord("samzapy.x", logging.ERROR, __file__, 1, "failed %d", (3,), sys.exc_info())
+    line = json.loads(JsonFormatter().format(record))
+    assert line["level"] == "ERROR" and line["logger"] == "samzapy.x" and line["message"] == "failed 3"
+    assert line["exception"].startswith("Traceback") and "ValueError: bad" in line["exception"]
+    assert line["time"].endswith("+00:00")

@@ -127,6 +127,7 @@ class FakeFence:
 class FakeInputs:
     def __init__(self) -> None:
         self.kept: list = []
+        self.partitions: dict = {}  # read by the metrics of inputs (none here)
 
     def drop_tasks(self, kept: list, positions: dict) -> None:
         self.kept = list(kept)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import urllib.error
 import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
@@ -245,3 +246,21 @@ def test_a_standby_copy_answers_stale_reads_when_the_owner_container_cannot(tmp_
     assert refused.status == 503 and "container 1" in refused.body["blocked"]
     assert stale.status == 200 and stale.body["value"] == 12
     assert stale.body["stale"] is True and stale.body["source"] == "standby checkpoint 7"
+
+
+def test_error_answers_do_not_echo_a_60_kb_key_and_bad_ranges_are_400(setup) -> None:
+    server = QueryHttpServer(setup.service, "127.0.0.1", 0)
+    server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        for url in (f"{base}/stores/counts/keys/{'k' * 60_000}", f"{base}/stores/{'s' * 60_000}/range"):
+            with pytest.raises(urllib.error.HTTPError) as info:
+                urllib.request.urlopen(url)
+            body = info.value.read()
+            assert info.value.code == 404 and len(body) < 600, body[:200]
+            assert b"more characters)" in body
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(f"{base}/stores/counts/range?limit=100000000")
+        assert info.value.code == 400 and b"limit=100000000 must be an integer from 1 to" in info.value.read()
+    finally:
+        server.stop()

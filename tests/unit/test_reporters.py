@@ -390,7 +390,7 @@ def test_container_gauges_sum_tasks_and_read_lag_from_the_consumer() -> None:
     part = SimpleNamespace(ssp=ssp, tp=TopicPartition("in", 0), task=tasks[0], start_offset=0, start_end=30)
     consumer = SimpleNamespace(highwater=lambda tp: 50)
     inputs = SimpleNamespace(partitions={part.tp: part}, consumer=consumer)
-    register_container_gauges(registry, tasks, inputs)
+    register_container_gauges(registry, lambda: tasks, inputs)
     snapshot = registry.snapshot()
     assert snapshot["container"] == {
         "process-calls": 21,
