@@ -138,7 +138,7 @@ def test_prometheus_snapshot_and_health_of_a_running_job(tmp_path: Path, broker:
             "samzapy_container_commit_seconds_total",
             "samzapy_container_commit_latency_seconds_count",
             "process_resident_memory_bytes",
-            "python_gc_collections_total{generation=\"0\"}",
+            'python_gc_collections_total{generation="0"}',
         ):
             assert metric in metrics, metric
         assert metrics["samzapy_container_process_calls_total"] == total

@@ -31,6 +31,7 @@ from samzapy.reporters import (
     register_container_gauges,
 )
 from samzapy.reporters.catalog import CATALOG, HISTOGRAMS
+from samzapy.reporters.prometheus import metric_name
 from samzapy.streams import SystemStream, SystemStreamPartition
 
 REPO = Path(__file__).resolve().parents[2]
@@ -412,3 +413,14 @@ def test_reporters_from_config_name_the_container_and_its_start() -> None:
     assert reporters.source.container_name == "samzapy-container-2"
     assert reporters.source.source == "j-1-samzapy-container-2"
     assert reporters.source.reset_time_ms > 1_700_000_000_000
+
+
+def test_every_catalogued_metric_is_documented_with_its_prometheus_name() -> None:
+    doc = (REPO / "docs" / "operations.md").read_text()
+    missing = [name for name in {**CATALOG, **HISTOGRAMS} if f"| `{name}` (" not in doc]
+    assert not missing, f"docs/operations.md has no row for {missing}"
+    for row in re.findall(r"^\| `([a-z0-9-]+)` \((\w+)\) \| `(\w+)`", doc, flags=re.MULTILINE):
+        name, kind, exported = row
+        doc_entry = CATALOG.get(name) or HISTOGRAMS[name]
+        suffix = "_total" if doc_entry.kind == "counter" else ""
+        assert exported == metric_name(kind, name) + suffix, row
