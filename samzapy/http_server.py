@@ -201,6 +201,7 @@ class _Server(ThreadingHTTPServer):
     ) -> None:
         super().__init__(address, handler)
         self._slots = threading.BoundedSemaphore(max_connections)
+        self._max_connections = max_connections
         self._refused = 0
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -223,7 +224,7 @@ class _Server(ThreadingHTTPServer):
         self._refused += 1
         (log.warning if self._refused == 1 else log.debug)(
             "HTTP: all %d connections busy, refusing one (503); %d refused so far",
-            self._slots._initial_value,  # type: ignore[attr-defined]
+            self._max_connections,
             self._refused,
         )
         body = b"503 Service Unavailable: too many connections\n"

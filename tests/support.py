@@ -29,6 +29,46 @@ def write_config(path: Path, properties: dict[str, Any]) -> Path:
     return path
 
 
+def counting_job(name: str, broker: str, state: Path, **extra: str) -> dict[str, str]:
+    """Properties of a ``CountingTask`` job reading ``<name>-in`` from the start, its store
+    ``counts`` logged to ``<name>-changelog``; ``extra`` adds or overrides keys."""
+    return {
+        "job.name": name,
+        "task.class": "stateful_tasks:CountingTask",
+        "task.inputs": f"kafka.{name}-in",
+        "task.commit.ms": "500",
+        "systems.kafka.consumer.bootstrap.servers": broker,
+        "systems.kafka.samza.key.serde": "string",
+        "systems.kafka.samza.msg.serde": "json",
+        "systems.kafka.samza.offset.default": "oldest",
+        "stores.counts.factory": "rocksdb",
+        "stores.counts.changelog": f"kafka.{name}-changelog",
+        "stores.counts.key.serde": "string",
+        "stores.counts.msg.serde": "json",
+        "job.logged.store.base.dir": str(state),
+        **extra,
+    }
+
+
+def committed_changelog(broker: str, config: Path, records: int) -> None:
+    """Give the ``counts`` store of Partition 0 of ``config``'s job a committed changelog of
+    ``records`` records (and its checkpoint), so that the job starts with a restore."""
+    from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
+    from samzapy.config import load_config, parse_job_config
+
+    job = parse_job_config(load_config(config))
+    changelog = job.stores["counts"].changelog.stream
+    create_topic(broker, changelog, 2, compact=True)
+    produce(broker, changelog, [(f"old-{i}".encode(), b"1") for i in range(records)], 0)
+    create_topic(broker, job.checkpoint_topic, 1, compact=True)
+    producer = Producer(broker)
+    CheckpointWriter(producer, job.checkpoint_topic).write(
+        TaskCheckpoint("Partition 0", {}, {"counts": records - 1})
+    )
+    producer.flush()
+    producer.close()
+
+
 def job_env(**extra: str) -> dict[str, str]:
     """Environment for job subprocesses: test task modules importable, extras added."""
     env = dict(os.environ)

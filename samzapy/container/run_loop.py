@@ -231,7 +231,7 @@ class Container:
         )
         # before any restore, so that queries answer "restoring" from the start
         self._queries = start_queries(self, task_count, consumer_servers, self._admin, self._producer)
-        self._status_page = start_status(self)
+        self._status_page = start_status(self, self._queries)
         found, checkpoints = self._claim(consumer_servers, mine)
         prepare_changelogs(self._admin, self._producer, job, task_count)
         policy = ErrorPolicy(job, self._producer)

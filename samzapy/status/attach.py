@@ -8,6 +8,7 @@ directory topic (static mode) or the group's assignment (group mode). A job with
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import urllib.error
@@ -19,6 +20,7 @@ from importlib.resources import files
 from typing import Any
 
 from samzapy.http_server import BackgroundHttpServer
+from samzapy.query.attach import RunningQueries
 from samzapy.query.placement import GroupPlacement
 from samzapy.reporters import container_name
 from samzapy.reporters.prometheus import MetricsHttpServer
@@ -32,6 +34,7 @@ HTML = "text/html; charset=utf-8"
 JSON = "application/json"
 
 
+@functools.cache
 def page() -> bytes:
     """The status page: one static HTML file with its CSS and script (no build step)."""
     return files("samzapy.status").joinpath("page.html").read_bytes()
@@ -49,11 +52,10 @@ class RunningStatus:
         self.report.sampler.stop()
 
 
-def start_status(container: Any) -> RunningStatus | None:
+def start_status(container: Any, queries: RunningQueries | None) -> RunningStatus | None:
     """Serve the status page of ``container`` (a ``Container``) on each of its HTTP servers
-    (Prometheus reporters, the query server); ``None`` when it has none."""
+    (Prometheus reporters, the query server of ``queries``); ``None`` when it has none."""
     servers = [r.http for r in container.reporters.running if isinstance(r, MetricsHttpServer)]
-    queries = container._queries
     if queries is not None and queries.server is not None:
         servers.append(queries.server)
     if not servers:
@@ -91,7 +93,7 @@ def _json(report: StatusReport, target: str) -> tuple[int, str, bytes]:
     return 200, JSON, json.dumps(report.build(with_peers=not local), default=str).encode()
 
 
-def _peers(container: Any, queries: Any, token: str | None) -> list[dict[str, Any]]:
+def _peers(container: Any, queries: RunningQueries, token: str | None) -> list[dict[str, Any]]:
     """Every other container's status: name, state, tasks, rate, lag, address (or the error)."""
     placement = queries.service.placement
     wanted: dict[str, str | None] = {}

@@ -15,17 +15,24 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from support import consume_all, create_topic, produce, start_job, wait_for, write_config
+from support import (
+    committed_changelog,
+    consume_all,
+    counting_job,
+    create_topic,
+    produce,
+    start_job,
+    wait_for,
+    write_config,
+)
 
-from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
 from samzapy.cli import main
-from samzapy.config import load_config, parse_job_config
 from samzapy.kafka.broker import free_port
-from samzapy.kafka.producer import Producer
 
 pytestmark = pytest.mark.integration
 
 MESSAGES = {0: 1200, 1: 800}
+SNAPSHOT_FACTORY = "org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory"
 #: Changelog records the store of Partition 0 restores before the job runs: enough for the
 #: restore to take a visible moment.
 CHANGELOG = 60_000
@@ -60,41 +67,24 @@ def test_prometheus_snapshot_and_health_of_a_running_job(tmp_path: Path, broker:
     port = free_port()
     config = write_config(
         tmp_path / "job.properties",
-        {
-            "job.name": name,
-            "task.class": "stateful_tasks:CountingTask",
-            "task.inputs": f"kafka.{name}-in",
-            "task.commit.ms": "300",
-            "systems.kafka.consumer.bootstrap.servers": broker,
-            "systems.kafka.samza.key.serde": "string",
-            "systems.kafka.samza.msg.serde": "json",
-            "systems.kafka.samza.offset.default": "oldest",
-            "stores.counts.factory": "rocksdb",
-            "stores.counts.changelog": f"kafka.{name}-changelog",
-            "stores.counts.key.serde": "string",
-            "stores.counts.msg.serde": "json",
-            "job.logged.store.base.dir": str(tmp_path / "state"),
-            "metrics.reporters": "prom,snap,jmx",
-            "metrics.reporter.prom.class": "prometheus",
-            "metrics.reporter.prom.host": "127.0.0.1",
-            "metrics.reporter.prom.port": str(port),
-            "metrics.reporter.snap.class": "org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory",
-            "metrics.reporter.snap.stream": f"kafka.{name}-metrics",
-            "metrics.reporter.snap.interval.seconds": "1",
-            "metrics.reporter.jmx.class": "org.apache.samza.metrics.reporter.JmxReporterFactory",
-        },
+        counting_job(
+            name,
+            broker,
+            tmp_path / "state",
+            **{
+                "task.commit.ms": "300",
+                "metrics.reporters": "prom,snap,jmx",
+                "metrics.reporter.prom.class": "prometheus",
+                "metrics.reporter.prom.host": "127.0.0.1",
+                "metrics.reporter.prom.port": str(port),
+                "metrics.reporter.snap.class": SNAPSHOT_FACTORY,
+                "metrics.reporter.snap.stream": f"kafka.{name}-metrics",
+                "metrics.reporter.snap.interval.seconds": "1",
+                "metrics.reporter.jmx.class": "org.apache.samza.metrics.reporter.JmxReporterFactory",
+            },
+        ),
     )
-    # A committed changelog for Partition 0's store, so that the job starts with a restore.
-    create_topic(broker, f"{name}-changelog", 2, compact=True)
-    produce(broker, f"{name}-changelog", [(f"old-{i}".encode(), b"1") for i in range(CHANGELOG)], 0)
-    job = parse_job_config(load_config(config))
-    create_topic(broker, job.checkpoint_topic, 1, compact=True)
-    producer = Producer(broker)
-    CheckpointWriter(producer, job.checkpoint_topic).write(
-        TaskCheckpoint("Partition 0", {}, {"counts": CHANGELOG - 1})
-    )
-    producer.flush()
-    producer.close()
+    committed_changelog(broker, config, CHANGELOG)  # so that the job starts with a restore
 
     base = f"http://127.0.0.1:{port}"
     process = start_job(config, log=tmp_path / "job.log")

@@ -17,12 +17,19 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from support import create_topic, job_env, kill9, produce, start_job, wait_for, write_config
+from support import (
+    committed_changelog,
+    counting_job,
+    create_topic,
+    job_env,
+    kill9,
+    produce,
+    start_job,
+    wait_for,
+    write_config,
+)
 
-from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
-from samzapy.config import load_config, parse_job_config
 from samzapy.kafka.broker import free_port
-from samzapy.kafka.producer import Producer
 
 pytestmark = pytest.mark.integration
 
@@ -92,35 +99,18 @@ def test_the_status_page_shows_restoring_running_and_a_killed_peer(tmp_path: Pat
     ports = [free_port(), free_port()]
     config = write_config(
         tmp_path / "job.properties",
-        {
-            "job.name": name,
-            "job.container.count": "2",
-            "task.class": "stateful_tasks:CountingTask",
-            "task.inputs": f"kafka.{name}-in",
-            "task.commit.ms": "500",
-            "systems.kafka.consumer.bootstrap.servers": broker,
-            "systems.kafka.samza.key.serde": "string",
-            "systems.kafka.samza.msg.serde": "json",
-            "systems.kafka.samza.offset.default": "oldest",
-            "stores.counts.factory": "rocksdb",
-            "stores.counts.changelog": f"kafka.{name}-changelog",
-            "stores.counts.key.serde": "string",
-            "stores.counts.msg.serde": "json",
-            "job.logged.store.base.dir": str(tmp_path / "state"),
-            "metrics.reporters": "prom",
-            "metrics.reporter.prom.class": "prometheus",
-        },
+        counting_job(
+            name,
+            broker,
+            tmp_path / "state",
+            **{
+                "job.container.count": "2",
+                "metrics.reporters": "prom",
+                "metrics.reporter.prom.class": "prometheus",
+            },
+        ),
     )
-    create_topic(broker, f"{name}-changelog", 2, compact=True)
-    produce(broker, f"{name}-changelog", [(f"old-{i}".encode(), b"1") for i in range(CHANGELOG)], 0)
-    job = parse_job_config(load_config(config))
-    create_topic(broker, job.checkpoint_topic, 1, compact=True)
-    producer = Producer(broker)
-    CheckpointWriter(producer, job.checkpoint_topic).write(
-        TaskCheckpoint("Partition 0", {}, {"counts": CHANGELOG - 1})
-    )
-    producer.flush()
-    producer.close()
+    committed_changelog(broker, config, CHANGELOG)
 
     def run(container: int, **env: str) -> subprocess.Popen:
         port = str(ports[container])
