@@ -309,6 +309,11 @@ def test_inspect_reads_a_live_store_while_the_job_writes_and_the_job_is_unharmed
             keys = sorted(model.counts)
             return inspect(*keys) == {k: model.kv.get(k) for k in keys}
 
+        # the job resets its stores while it restores them at start: read once it processes
+        log = tmp_path / "job.log"
+        wait_for(
+            lambda: "starts at offset" in log.read_text(errors="replace"), what="the job to start processing"
+        )
         wait_for(sees_model, what="the first batch in the live store")
         # values written after the job started, seen while it runs (memtable included)
         batch = [(f"live-{i}", {"seq": 100_000 + i}) for i in range(20)]
