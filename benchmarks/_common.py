@@ -1,9 +1,12 @@
 """What the benchmark scripts share: sizes, result rows, and timing a child process.
 
 A benchmark script takes ``--size`` and ``--result FILE`` and writes
-``{"name", "rows": [{"what", "value", "unit", "ratio", "ratio_to", "rss_mb"}], "notes"}``
+``{"name", "rows": [{"what", "value", "unit", "ratio", "ratio_to", "rss_mb", "cpu_us"}], "notes"}``
 to FILE; ``ratio`` is ``value`` over the raw limit named by ``ratio_to``, measured in the same
-run; ``rss_mb`` is the peak RSS of the process the row measures, when it is a child process.
+run; ``rss_mb`` is the peak RSS of the process the row measures, when it is a child process;
+``cpu_us`` the CPU time (user + system, every thread) that process spent per message or record
+of the measured phase. A rate moves with whatever else the machine runs; CPU per message
+moves much less, so the two together show what a noisy run can and cannot say.
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ class Result:
         *,
         limit: tuple[str, float] | None = None,
         rss_mb: float | None = None,
+        cpu_us: float | None = None,
     ) -> None:
-        """Add a row; ``limit`` is (name, value) of the raw limit it is compared with."""
+        """Add a row; ``limit`` is (name, value) of the raw limit it is compared with;
+        ``cpu_us`` the measured process's CPU microseconds per message."""
         ratio = None if limit is None or not limit[1] else value / limit[1]
         self.rows.append(
             {
@@ -51,6 +56,7 @@ class Result:
                 "ratio": ratio,
                 "ratio_to": None if limit is None else limit[0],
                 "rss_mb": rss_mb,
+                "cpu_us": cpu_us,
             }
         )
 
@@ -64,7 +70,8 @@ class Result:
         for row in self.rows:
             ratio = "" if row["ratio"] is None else f"  {row['ratio']:.2f} x {row['ratio_to']}"
             rss = "" if row["rss_mb"] is None else f"  {row['rss_mb']:.0f} MB"
-            print(f"{row['what']:<48} {row['value']:>12,.1f} {row['unit']}{ratio}{rss}", flush=True)
+            cpu = "" if row.get("cpu_us") is None else f"  {row['cpu_us']:.1f} us CPU/msg"
+            print(f"{row['what']:<48} {row['value']:>12,.1f} {row['unit']}{ratio}{rss}{cpu}", flush=True)
         if path:
             Path(path).write_text(json.dumps({"name": self.name, "rows": self.rows, "notes": self.notes}))
 
@@ -89,17 +96,35 @@ def arguments(description: str | None, **defaults: Any) -> argparse.Namespace:
 
 @dataclass
 class Run:
-    """A finished child process: when it got ready, how long it ran, its peak RSS."""
+    """A finished child process: when it got ready, how long it ran, its peak RSS, its CPU."""
 
     ready_s: float
     total_s: float
     rss_mb: float
     stdout: str
+    cpu_s: float = 0.0
+    ready_cpu_s: float = 0.0
 
     @property
     def busy_s(self) -> float:
         """Seconds from ready to exit."""
         return self.total_s - self.ready_s
+
+    @property
+    def busy_cpu_s(self) -> float:
+        """CPU seconds (user + system) the process spent from ready to exit."""
+        return self.cpu_s - self.ready_cpu_s
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) process ``pid`` has used so far; ``None`` once
+    it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # utime and stime are fields 14 and 15 of stat(5); [0] here is field 3 (state).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_child(
@@ -109,10 +134,12 @@ def run_child(
     **kwargs: Any,
 ) -> Run:
     """Run ``command`` to its end; the peak RSS is its own (:class:`_PeakRss`; not its
-    children's), the ready time from the first stderr line that contains ``ready_marker``.
+    children's), the ready time from the first stderr line that contains ``ready_marker``, the
+    CPU time from ``wait4`` and, at that line, from ``/proc``.
     Raises SystemExit with its error lines when it fails or is killed after ``timeout_s``."""
     started = time.perf_counter()
     ready = None
+    ready_cpu = 0.0
     errors: list[str] = []
     with tempfile.TemporaryFile("w+") as out:
         process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=out, text=True, cwd=ROOT, **kwargs)
@@ -132,9 +159,10 @@ def run_child(
         for line in process.stderr:
             if ready is None and ready_marker and ready_marker in line:
                 ready = time.perf_counter() - started
+                ready_cpu = process_cpu_s(process.pid) or 0.0
             if "ERROR" in line or "Error" in line or "Traceback" in line:
                 errors.append(line)
-        _, status, _usage = os.wait4(process.pid, 0)
+        _, status, usage = os.wait4(process.pid, 0)
         watcher.join()
         if killer:
             killer.cancel()
@@ -154,7 +182,8 @@ def run_child(
         program = Path(command[1]).name if len(command) > 1 else command[0]
         msg = f"{program} {what} (exit code {process.returncode}): {last}"
         raise SystemExit(msg)
-    return Run(ready or 0.0, total, peak.mb, stdout)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(ready or 0.0, total, peak.mb, stdout, cpu, ready_cpu)
 
 
 class _PeakRss:
@@ -198,8 +227,27 @@ def write_properties(path: Path, props: dict[str, str]) -> Path:
     return path
 
 
-def raw_consume(servers: str, topic: str, partitions: int, *, c_decoder: bool) -> tuple[int, float]:
-    """Read every partition of ``topic`` to its end with a bare consumer: (records, seconds).
+@dataclass(frozen=True)
+class Consumed:
+    """A bare read of a topic: records, wall seconds, CPU seconds of this process."""
+
+    records: int
+    seconds: float
+    cpu_s: float
+
+    @property
+    def rate(self) -> float:
+        """Records per second."""
+        return self.records / self.seconds
+
+    @property
+    def cpu_us(self) -> float:
+        """CPU microseconds per record."""
+        return self.cpu_s / max(self.records, 1) * 1e6
+
+
+def raw_consume(servers: str, topic: str, partitions: int, *, c_decoder: bool) -> Consumed:
+    """Read every partition of ``topic`` to its end with a bare consumer.
     ``c_decoder=False`` is stock kafka-python (the raw limit of the issue's ratios); ``True``
     adds samzapy's C batch decoder, which every samzapy consumer uses."""
     from kafka import TopicPartition
@@ -207,9 +255,23 @@ def raw_consume(servers: str, topic: str, partitions: int, *, c_decoder: bool) -
     from samzapy.kafka.reading import read_partition, reader_consumer
 
     consumer = reader_consumer(servers, c_decoder=c_decoder)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     reads = (read_partition(consumer, TopicPartition(topic, p), 0) for p in range(partitions))
     count = sum(len(batch) for read in reads for batch in read)
-    elapsed = time.perf_counter() - started
+    consumed = Consumed(count, time.perf_counter() - started, time.process_time() - cpu_started)
     consumer.close()
-    return count, elapsed
+    return consumed
+
+
+def count_records(servers: str, topic: str) -> int:
+    """Records in every partition of ``topic`` (read to the true end)."""
+    from kafka import TopicPartition
+
+    from samzapy.kafka.reading import read_partition, reader_consumer
+
+    consumer = reader_consumer(servers)
+    try:
+        partitions = consumer.partitions_for_topic(topic) or set()
+        return sum(len(b) for p in partitions for b in read_partition(consumer, TopicPartition(topic, p), 0))
+    finally:
+        consumer.close()

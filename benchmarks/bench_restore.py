@@ -79,16 +79,24 @@ def main() -> None:
             servers = info.bootstrap_servers
             k = produce(servers, n)
             half_k = produce(servers, n // 2, TOPIC + "-half")
-            consumed, consume_s = raw_consume(servers, TOPIC, 1, c_decoder=False)
-            c_consumed, c_consume_s = raw_consume(servers, TOPIC, 1, c_decoder=True)
+            raw = raw_consume(servers, TOPIC, 1, c_decoder=False)
+            fast = raw_consume(servers, TOPIC, 1, c_decoder=True)
+            cpu_started = time.process_time()
             elapsed, records, size = restore(servers, TOPIC, k, Path(tmp) / "state", n)
+            restore_cpu_s = time.process_time() - cpu_started
             half_s, _, _ = restore(servers, TOPIC + "-half", half_k, Path(tmp) / "state-half", n // 2)
         finally:
             dev_broker.stop(Path(tmp) / "broker")
-    limit = ("raw consume", consumed / consume_s)
-    result.add("raw kafka-python consume (changelog)", consumed / consume_s, "rec/s", limit=limit)
-    result.add("consume with samzapy's C batch decoder", c_consumed / c_consume_s, "rec/s", limit=limit)
-    result.add("samzapy sequential restore", records / elapsed, "rec/s", limit=limit)
+    limit = ("raw consume", raw.rate)
+    result.add("raw kafka-python consume (changelog)", raw.rate, "rec/s", limit=limit, cpu_us=raw.cpu_us)
+    result.add("consume with samzapy's C batch decoder", fast.rate, "rec/s", limit=limit, cpu_us=fast.cpu_us)
+    result.add(
+        "samzapy sequential restore",
+        records / elapsed,
+        "rec/s",
+        limit=limit,
+        cpu_us=restore_cpu_s / max(records, 1) * 1e6,
+    )
     result.add("samzapy sequential restore", size / 1e6 / elapsed, "MB/s")
     result.add("restore time, N / (N/2) (2.0 = linear)", elapsed / half_s, "x")
     result.note(

@@ -42,12 +42,13 @@ def main() -> None:
             servers = info.bootstrap_servers
             spec = PageViewSpec(count=args.count, users=10_000, pages=1000)
             produce_json(servers, "bench-in", 4, pageviews(spec))
-            consumed, consume_s = raw_consume(servers, "bench-in", 4, c_decoder=False)
-            c_consumed, c_consume_s = raw_consume(servers, "bench-in", 4, c_decoder=True)
-            limit = ("raw consume", consumed / consume_s)
-            result.add("raw kafka-python consume", consumed / consume_s, "msg/s", limit=limit)
-            c_rate = c_consumed / c_consume_s
-            result.add("consume with samzapy's C batch decoder", c_rate, "msg/s", limit=limit)
+            raw = raw_consume(servers, "bench-in", 4, c_decoder=False)
+            fast = raw_consume(servers, "bench-in", 4, c_decoder=True)
+            limit = ("raw consume", raw.rate)
+            result.add("raw kafka-python consume", raw.rate, "msg/s", limit=limit, cpu_us=raw.cpu_us)
+            result.add(
+                "consume with samzapy's C batch decoder", fast.rate, "msg/s", limit=limit, cpu_us=fast.cpu_us
+            )
             produce_s = raw_produce(servers, "bench-raw-out", [b"x" * 100] * args.count)
             result.add("raw kafka-python produce (100 B)", args.count / produce_s, "msg/s", limit=limit)
             config = write_properties(
@@ -68,7 +69,12 @@ def main() -> None:
             dev_broker.stop(Path(tmp) / "broker")
     n = args.count
     result.add(
-        "samzapy stateless filter, processing", n / run.busy_s, "msg/s", limit=limit, rss_mb=run.rss_mb
+        "samzapy stateless filter, processing",
+        n / run.busy_s,
+        "msg/s",
+        limit=limit,
+        rss_mb=run.rss_mb,
+        cpu_us=run.busy_cpu_s / n * 1e6,
     )
     result.add("samzapy stateless filter, whole run", n / run.total_s, "msg/s", limit=limit)
     result.note(

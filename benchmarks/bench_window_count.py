@@ -27,21 +27,28 @@ configs from the input topic's and fails on the dev broker's empty DescribeConfi
 from __future__ import annotations
 
 import json
-import resource
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from benchmarks import peers
-from benchmarks._common import ROOT, Result, arguments, raw_consume, run_child, samzapy_run, write_properties
+from benchmarks._common import (
+    ROOT,
+    Result,
+    arguments,
+    count_records,
+    raw_consume,
+    run_child,
+    samzapy_run,
+    write_properties,
+)
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
-from samzapy.kafka.reading import read_partition, reader_consumer
 
 CONFIG = ROOT / "config" / "pageview-counter.properties"
 TOPIC = "bench-views"
@@ -57,16 +64,6 @@ def make_topic(servers: str, count: int, users: int) -> None:
     spec = PageViewSpec(count=count, users=users, pages=1000, disorder_ms=60_000)
     produce_json(servers, TOPIC, PARTITIONS, ((v["user_id"].encode(), v) for _, v in pageviews(spec)))
     produce_end_of_stream(servers, TOPIC)
-
-
-def count_records(servers: str, topic: str) -> int:
-    """Records in every partition of ``topic`` (read to the true end)."""
-    consumer = reader_consumer(servers)
-    try:
-        partitions = consumer.partitions_for_topic(topic) or set()
-        return sum(len(b) for p in partitions for b in read_partition(consumer, TopicPartition(topic, p), 0))
-    finally:
-        consumer.close()
 
 
 def samzapy_config(tmp: Path, servers: str, coalesce: str, tag: str) -> Path:
@@ -90,63 +87,116 @@ def samzapy_config(tmp: Path, servers: str, coalesce: str, tag: str) -> Path:
     return write_properties(tmp / f"counter-{tag}.properties", props)
 
 
-def run_samzapy(
-    tmp: Path, servers: str, coalesce: str, result: Result, limit: tuple[str, float], main: bool
-) -> tuple[float, Path]:
-    """Run the counter to the end of its input; add its rows; its rate and config."""
-    tag = "main" if main else f"coalesce-{coalesce}"
+@dataclass
+class Figures:
+    """One run of a window count: its processing rate, CPU per message, and the row's name."""
+
+    who: str
+    rate: float
+    cpu_us: float
+    rss_mb: float
+
+
+def run_samzapy(tmp: Path, servers: str, coalesce: str, result: Result, tag: str) -> tuple[Figures, Path]:
+    """Run the counter to the end of its input as job ``tag``; its figures and config."""
     config = samzapy_config(tmp, servers, coalesce, tag)
     metrics = tmp / f"metrics-{tag}.json"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the job, reaped by run_child
-    cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     snapshot = json.loads(metrics.read_text())
     processed = sum(
         g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
     )
-    puts = sum(g.get("puts", 0) for n, g in snapshot.items() if n.startswith("store."))
     logged = count_records(servers, f"bench-counts-changelog-{tag}")
     outputs = count_records(servers, f"bench-counts-{tag}")
-    rate = processed / run.busy_s
-    what = "samzapy window count" if main else f"samzapy window count, changelog.coalesce={coalesce}"
-    result.add(f"{what}, processing", rate, "msg/s", limit=limit, rss_mb=run.rss_mb)
-    if main:
-        result.add(f"{what}, whole run", processed / run.total_s, "msg/s", limit=limit)
+    cpu_us = run.busy_cpu_s / max(processed, 1) * 1e6
     result.note(
-        f"samzapy (changelog.coalesce={coalesce}): {processed:,} messages, {puts:,} store puts, "
+        f"samzapy {tag} (changelog.coalesce={coalesce}): {processed:,} messages, "
         f"{logged:,} changelog records ({logged / max(processed, 1):.2f} per message), "
-        f"{outputs:,} window outputs; start-up {run.ready_s:.1f} s; job CPU {cpu_s:.2f} s "
-        f"({cpu_s / max(processed, 1) * 1e6:.1f} us per message, start-up included)"
+        f"{outputs:,} window outputs; start-up {run.ready_s:.1f} s; processing "
+        f"{processed / run.busy_s:,.0f} msg/s, CPU {cpu_us:.1f} us per message "
+        f"({run.cpu_s / max(processed, 1) * 1e6:.1f} with start-up)"
     )
-    return rate, config
+    return Figures("samzapy", processed / run.busy_s, cpu_us, run.rss_mb), config
 
 
-def run_peer(
-    peer: str, servers: str, count: int, tmp: Path, result: Result, limit: tuple[str, float]
-) -> dict:
-    """Run ``peer``'s window count; add its rows; return its figures ({} when it cannot run)."""
+def samzapy_restore(config: Path, tag: str, tmp: Path, result: Result) -> tuple[float, float]:
+    """Run the counter again on a wiped state directory: (start-up before the restore,
+    restore) in seconds; the restore is the stores' ``restore-time``."""
+    shutil.rmtree(tmp / f"state-{tag}", ignore_errors=True)
+    metrics = tmp / f"metrics-restore-{tag}.json"
+    run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
+    snapshot = json.loads(metrics.read_text())
+    restore_s = sum(g.get("restore-time", 0) for n, g in snapshot.items() if n.startswith("store.")) / 1000
+    result.note(f"samzapy restore run: ready in {run.ready_s:.2f} s, of which restore {restore_s:.2f} s")
+    return run.ready_s - restore_s, restore_s
+
+
+def run_peer(peer: str, servers: str, count: int, tmp: Path, result: Result, tag: str) -> Figures | None:
+    """Run ``peer``'s window count as group ``bench-<peer>-<tag>``; None when it cannot run."""
     try:
-        python = peers.python_of(peer)
-        script = str(ROOT / "benchmarks" / f"peer_{peer}.py")
-        state, group = str(tmp / f"{peer}-state"), f"bench-{peer}"
-        args = [str(python), script, servers, TOPIC, str(count), state, group]
-        run = run_child(args, ready_marker=None, timeout_s=PEER_TIMEOUT_S)
-        figures = json.loads(run.stdout.strip().splitlines()[-1])
+        figures = _peer_child(peer, servers, count, tmp, tag)
     except (RuntimeError, SystemExit, ValueError, IndexError) as exc:
         result.note(f"{peer}: could not run: {exc}")
-        return {}
+        return None
     rate = figures["messages"] / figures["processing_s"]
-    result.add(f"{peer} window count, processing", rate, "msg/s", limit=limit, rss_mb=run.rss_mb)
-    result.note(f"{peer}: start-up (group join, assignment) {figures['startup_s']:.1f} s")
-    figures["rate"] = rate
-    if peer == "quix":
-        restore = run_child([*args, "--restore"], ready_marker=None, timeout_s=PEER_TIMEOUT_S)
-        again = json.loads(restore.stdout.strip().splitlines()[-1])
-        # The restore run is start-up (group join) + restore + a 5 s idle timeout.
-        figures["restore_s"] = again["total_s"] - 5.0
-        result.add("quix restore run (join+restore), s", figures["restore_s"], "s", rss_mb=restore.rss_mb)
+    cpu_us = figures["processing_cpu_s"] / max(figures["messages"], 1) * 1e6
+    result.note(
+        f"{peer} {tag}: start-up (group join, assignment) {figures['startup_s']:.1f} s; processing "
+        f"{rate:,.0f} msg/s, CPU {cpu_us:.1f} us per message"
+    )
+    return Figures(peer, rate, cpu_us, figures["rss_mb"])
+
+
+def quix_restore(servers: str, count: int, tmp: Path, result: Result, tag: str) -> tuple[float, float]:
+    """Quix again on a wiped state directory, same group: (join, recovery) in seconds, from
+    its own log (see :mod:`benchmarks.peer_quix`)."""
+    figures = _peer_child("quix", servers, count, tmp, tag, "--restore")
+    recovery = figures["recovery_s"] or 0.0
+    result.note(f"quix restore run: joined in {figures['join_s']:.2f} s, recovery {recovery:.2f} s")
+    return figures["join_s"], recovery
+
+
+def _peer_child(peer: str, servers: str, count: int, tmp: Path, tag: str, *extra: str) -> dict:
+    python = peers.python_of(peer)
+    script = str(ROOT / "benchmarks" / f"peer_{peer}.py")
+    state, group = str(tmp / f"{peer}-state-{tag}"), f"bench-{peer}-{tag}"
+    run = run_child(
+        [str(python), script, servers, TOPIC, str(count), state, group, *extra],
+        ready_marker=None,
+        timeout_s=PEER_TIMEOUT_S,
+    )
+    figures = json.loads(run.stdout.strip().splitlines()[-1])
+    figures["rss_mb"] = run.rss_mb
     return figures
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def report(result: Result, runs: dict[str, list[Figures]], limit: tuple[str, float]) -> None:
+    """One row per runner (mean of its rounds), and samzapy's ratio to each peer by rate and
+    by CPU per message, each the mean of the rounds' ratios (a round's runs are adjacent)."""
+    ours = runs["samzapy"]
+    for who, figures in runs.items():
+        name = "samzapy window count" if who == "samzapy" else f"{who} window count"
+        result.add(
+            f"{name}, processing",
+            _mean([f.rate for f in figures]),
+            "msg/s",
+            limit=limit,
+            rss_mb=max(f.rss_mb for f in figures),
+            cpu_us=_mean([f.cpu_us for f in figures]),
+        )
+        each = ", ".join(f"{f.rate:,.0f} msg/s {f.cpu_us:.1f} us" for f in figures)
+        result.note(f"{name}, rounds: {each}")
+    for who, figures in runs.items():
+        if who == "samzapy" or len(figures) != len(ours):
+            continue
+        by_rate = _mean([a.rate / b.rate for a, b in zip(ours, figures, strict=True)])
+        by_cpu = _mean([b.cpu_us / a.cpu_us for a, b in zip(ours, figures, strict=True)])
+        result.add(f"samzapy / {who}, processing rate", by_rate, "x")
+        result.add(f"samzapy / {who}, by CPU per message", by_cpu, "x")
 
 
 def main() -> None:
@@ -156,8 +206,10 @@ def main() -> None:
         users=(2_000, 20_000, 100_000),
         peers="quix,faust",
         coalesce="true",
+        rounds=2,
     )
     result = Result("window_count")
+    names = [p for p in args.peers.split(",") if p]
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         info = dev_broker.start(port=dev_broker.free_port(), state_dir=tmp / "broker")
@@ -167,28 +219,50 @@ def main() -> None:
             make_topic(servers, args.count, args.users)
             result.note(
                 f"{args.count:,} views, {args.users:,} users, {PARTITIONS} partitions, "
-                f"produced in {time.perf_counter() - started:.1f} s"
+                f"produced in {time.perf_counter() - started:.1f} s; {args.rounds} rounds of "
+                f"samzapy, {', '.join(names) or 'no peer'} interleaved"
             )
-            consumed, consume_s = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=False)
-            raw = consumed / consume_s
-            limit = ("raw consume", raw)
-            result.add("raw kafka-python consume (same topic)", raw, "msg/s", limit=limit)
-            c_count, c_s = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=True)
-            result.add("consume with samzapy's C batch decoder", c_count / c_s, "msg/s", limit=limit)
-            rate, config = run_samzapy(tmp, servers, args.coalesce, result, limit, main=True)
+            raw = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=False)
+            limit = ("raw consume", raw.rate)
+            result.add(
+                "raw kafka-python consume (same topic)", raw.rate, "msg/s", limit=limit, cpu_us=raw.cpu_us
+            )
+            fast = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=True)
+            result.add(
+                "consume with samzapy's C batch decoder", fast.rate, "msg/s", limit=limit, cpu_us=fast.cpu_us
+            )
+            runs: dict[str, list[Figures]] = {"samzapy": []}
+            config = None
+            for round_ in range(args.rounds):
+                figures, config = run_samzapy(tmp, servers, args.coalesce, result, f"main{round_}")
+                runs["samzapy"].append(figures)
+                for peer in names:
+                    peer_figures = run_peer(peer, servers, args.count, tmp, result, str(round_))
+                    if peer_figures is not None:
+                        runs.setdefault(peer, []).append(peer_figures)
+            report(result, runs, limit)
             other = "false" if args.coalesce == "true" else "true"
-            run_samzapy(tmp, servers, other, result, limit, main=False)
-            shutil.rmtree(tmp / "state-main")
-            again = run_child(samzapy_run(config))
-            result.add("samzapy restore run (start+restore), s", again.ready_s, "s", rss_mb=again.rss_mb)
-            for peer in [p for p in args.peers.split(",") if p]:
-                figures = run_peer(peer, servers, args.count, tmp, result, limit)
-                if figures:
-                    result.add(f"samzapy / {peer}, processing rate", rate / figures["rate"], "x")
-                if "restore_s" in figures:
-                    result.add(
-                        f"{peer} / samzapy, restore run time", figures["restore_s"] / again.ready_s, "x"
-                    )
+            figures, _ = run_samzapy(tmp, servers, other, result, f"coalesce-{other}")
+            result.add(
+                f"samzapy window count, changelog.coalesce={other}",
+                figures.rate,
+                "msg/s",
+                limit=limit,
+                rss_mb=figures.rss_mb,
+                cpu_us=figures.cpu_us,
+            )
+            restores = []
+            for _ in range(args.rounds if "quix" in runs else 1):
+                restores.append(("samzapy", *samzapy_restore(config, "main0", tmp, result)))
+                if "quix" in runs:
+                    restores.append(("quix", *quix_restore(servers, args.count, tmp, result, "0")))
+            for who in ("samzapy", "quix"):
+                mine = [r for r in restores if r[0] == who]
+                if mine:
+                    join = "start-up" if who == "samzapy" else "group join"
+                    before = _mean([r[1] for r in mine])
+                    result.add(f"{who} restore run: {join} before restore, s", before, "s")
+                    result.add(f"{who} restore run: restore, s", _mean([r[2] for r in mine]), "s")
         finally:
             dev_broker.stop(tmp / "broker")
     result.write(args.result)

@@ -16,6 +16,12 @@ from rocksdict import (
     WriteBufferManager,
 )
 
+#: Share of a memtable's size its bloom filter may use.
+MEMTABLE_BLOOM_RATIO = 0.02
+#: (window of entries, deletes in that window, share of deletes in a file) that mark an SST
+#: file for compaction (RocksDB's CompactOnDeletionCollector).
+DELETION_COMPACTION = (10_000, 5_000, 0.5)
+
 
 @dataclass(frozen=True)
 class RocksDBOptions:
@@ -48,6 +54,16 @@ class RocksDBOptions:
         options.set_compression_type(getattr(DBCompressionType, self.compression)())
         table = BlockBasedOptions()
         table.set_block_size(self.block_size_bytes)
+        # A get of a key the store does not hold (a new window, a new user) would otherwise
+        # read a block of every level-0 file and memtable: bloom filters (10 bits a key, as
+        # Kafka Streams configures) answer most of those from memory.
+        table.set_bloom_filter(10, False)
+        options.set_memtable_whole_key_filtering(True)
+        options.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO)
+        # Scans step over every tombstone until compaction drops it (the seed: "seekToFirst is
+        # very slow if there are many deletes"): a file written with many deletes close
+        # together is compacted soon, not when its level fills.
+        options.add_compact_on_deletion_collector_factory(*DELETION_COMPACTION)
         if self.shared_by is None:
             table.set_block_cache(Cache(self.cache_size_bytes))
         else:
