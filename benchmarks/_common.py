@@ -227,6 +227,30 @@ def write_properties(path: Path, props: dict[str, str]) -> Path:
     return path
 
 
+def tree_cpu_s(pid: int | None = None) -> float:
+    """CPU seconds used so far by process ``pid`` (default: this one) and every live
+    descendant: for a Spark job, the driver, the JVM it started and the JVM's Python workers.
+    A descendant that has exited is counted only once reaped by its parent."""
+    root = os.getpid() if pid is None else pid
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    total, pending = 0.0, [root]
+    while pending:
+        current = pending.pop()
+        used = process_cpu_s(current)
+        if current == root and pid is None:
+            times = os.times()  # this process and its reaped children
+            used = times.user + times.system + times.children_user + times.children_system
+        total += used or 0.0
+        pending.extend(children.get(current, []))
+    return total
+
+
 @dataclass(frozen=True)
 class Consumed:
     """A bare read of a topic: records, wall seconds, CPU seconds of this process."""

@@ -220,7 +220,12 @@ def main() -> None:
         result.add("job peak RSS", run.rss_mb, "MB", limit=limit, rss_mb=run.rss_mb)
         result.add("views joined, each checked against its row", checked, "views")
         result.add("restore of the table, in the limit", restored / max(restore_s, 1e-3), "rec/s")
-        result.add("join after restore, in the limit", args.views / run.busy_s, "views/s")
+        result.add(
+            "join after restore, in the limit",
+            args.views / run.busy_s,
+            "views/s",
+            cpu_us=run.busy_cpu_s / args.views * 1e6,
+        )
         result.note(
             f"{args.records:,} rows restored ({restored:,} per the metrics), {args.views:,} views; "
             f"object cache {args.cache_entries:,} entries, block cache {args.block_cache_mb} MB"

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import Result, arguments
+from benchmarks._common import Result, arguments, tree_cpu_s
 from benchmarks.bench_spark_restore import PARTITIONS, job_config, produce, sequential
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
 from samzapy.config import parse_job_config
@@ -58,17 +58,22 @@ def main() -> None:
             config = job_config(servers, root / "state")
             job = parse_job_config(config)
             checkpoint(job, servers, offsets)
+            cpu = [tree_cpu_s()]
             seq_s, records, size = sequential(job, servers, root / "sequential", offsets)
+            cpu.append(tree_cpu_s())
             spark, start_s = get_spark(None, "samzapy-bench-state")
             spark.sparkContext.setLogLevel("ERROR")
+            cpu.append(tree_cpu_s())
             started = time.perf_counter()
             frame = read_state(spark, config, "bench", to_checkpoint=True)
             typed_s = time.perf_counter() - started
             keys = frame.count()
             read_s = time.perf_counter() - started
+            cpu.append(tree_cpu_s())
             started = time.perf_counter()
             stats = reshard(config, 8, spark=spark, base_dir=root / "resharded")
             reshard_s = time.perf_counter() - started
+            cpu.append(tree_cpu_s())
         finally:
             dev_broker.stop(root / "broker")
     result = Result("state_data")
@@ -79,12 +84,12 @@ def main() -> None:
     )
     limit = ("sequential", records / seq_s)
     rows = [
-        ("sequential restore (x4 partitions)", seq_s),
-        ("read_state + count()", read_s),
-        ("reshard 4 -> 8 (read, rewrite, ingest)", reshard_s),
+        ("sequential restore (x4 partitions)", seq_s, cpu[1] - cpu[0]),
+        ("read_state + count()", read_s, cpu[3] - cpu[2]),
+        ("reshard 4 -> 8 (read, rewrite, ingest)", reshard_s, cpu[4] - cpu[3]),
     ]
-    for label, seconds in rows:
-        result.add(label, records / seconds, "rec/s", limit=limit)
+    for label, seconds, cpu_s in rows:
+        result.add(label, records / seconds, "rec/s", limit=limit, cpu_us=cpu_s / records * 1e6)
         result.add(label, size / 1e6 / seconds, "MB/s")
     result.note(
         f"reshard: read {stats.read_s:.1f} s, {stats.keys:,} keys written, total {stats.seconds:.1f} s"

@@ -102,7 +102,12 @@ def run_counter(
     )
     windows = count_records(servers, f"counts-{tag}")
     result.add(f"window count, {users:,} keys: peak RSS", run.rss_mb, "MB", rss_mb=run.rss_mb)
-    result.add(f"window count, {users:,} keys: processing", processed / run.busy_s, "msg/s")
+    result.add(
+        f"window count, {users:,} keys: processing",
+        processed / run.busy_s,
+        "msg/s",
+        cpu_us=run.busy_cpu_s / max(processed, 1) * 1e6,
+    )
     result.add(f"window count, {users:,} keys: windows (state at the end)", windows, "windows")
     result.add(f"window count, {users:,} keys: job CPU", cpu_s, "s")
     result.note(

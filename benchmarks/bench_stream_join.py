@@ -126,7 +126,8 @@ def throughput(tmp: str, servers: str, args: argparse.Namespace, result: Result)
     events = len(imps) + len(clicks)
     joined = len(read_all(servers, "joined-tp"))
     limit = ("Kafka Streams 20k/s", 20_000.0)
-    result.add("samzapy join, input events", events / run.busy_s, "ev/s", rss_mb=run.rss_mb)
+    cpu_us = run.busy_cpu_s / events * 1e6
+    result.add("samzapy join, input events", events / run.busy_s, "ev/s", rss_mb=run.rss_mb, cpu_us=cpu_us)
     result.add("samzapy join, joined pairs", joined / run.busy_s, "pairs/s", limit=limit)
     result.note(
         f"join throughput: {len(imps):,} impressions + {len(clicks):,} clicks -> {joined:,} joined; "

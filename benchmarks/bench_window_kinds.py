@@ -66,15 +66,16 @@ def job_config(tmp: Path, servers: str, file: str, tag: str, overrides: dict[str
     return write_properties(tmp / f"{tag}.properties", props)
 
 
-def processed_rate(tmp: Path, config: Path, tag: str) -> tuple[float, float, int]:
-    """Run ``config`` to the end: (messages per second of processing, RSS MB, messages)."""
+def processed_rate(tmp: Path, config: Path, tag: str) -> tuple[float, float, int, float]:
+    """Run ``config`` to the end: (messages per second of processing, RSS MB, messages, CPU
+    microseconds per message)."""
     metrics = tmp / f"metrics-{tag}.json"
     run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
     snapshot = json.loads(metrics.read_text())
     processed = sum(
         g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
     )
-    return processed / run.busy_s, run.rss_mb, processed
+    return processed / run.busy_s, run.rss_mb, processed, run.busy_cpu_s / max(processed, 1) * 1e6
 
 
 def windows(tmp: Path, servers: str, result: Result) -> None:
@@ -94,9 +95,9 @@ def windows(tmp: Path, servers: str, result: Result) -> None:
                 **overrides,
             },
         )
-        rate, rss, processed = processed_rate(tmp, config, tag)
+        rate, rss, processed, cpu_us = processed_rate(tmp, config, tag)
         base = base or ("tumbling (final)", rate)
-        result.add(f"window count, {what}", rate, "msg/s", limit=base, rss_mb=rss)
+        result.add(f"window count, {what}", rate, "msg/s", limit=base, rss_mb=rss, cpu_us=cpu_us)
         result.note(f"{what}: {processed:,} messages")
 
 
@@ -116,9 +117,9 @@ def joins(tmp: Path, servers: str, result: Result) -> None:
                 "join.output.stream": f"kafka.bench-kind-enriched-{tag}",
             },
         )
-        rate, rss, _ = processed_rate(tmp, config, tag)
+        rate, rss, _, cpu_us = processed_rate(tmp, config, tag)
         base = base or ("processing-time join", rate)
-        result.add(what, rate, "msg/s", limit=base, rss_mb=rss)
+        result.add(what, rate, "msg/s", limit=base, rss_mb=rss, cpu_us=cpu_us)
 
 
 def main() -> None:
