@@ -41,19 +41,30 @@ BENCHMARKS = {
 
 
 def machine() -> dict[str, object]:
-    """What the figures were measured on."""
-    cpu = "?"
+    """What the figures were measured on: CPU model (vendor, family/model/stepping, as the
+    rates differ between CPU generations by more than the noise), caches, whether it is a
+    virtual machine, memory, Python, load."""
+    cpu: dict[str, str] = {}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        first = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
+        for line in first.splitlines():
+            name, _, value = line.partition(":")
+            cpu[name.strip()] = value.strip()
         mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
     except OSError:
         mem_kb = 0
+    flags = cpu.get("flags", "").split()
     return {
         "cpus": os.cpu_count(),
-        "cpu": cpu,
+        "cpu": cpu.get("model name", "?"),
+        "cpu_id": (
+            f"{cpu.get('vendor_id', '?')} family {cpu.get('cpu family', '?')} model "
+            f"{cpu.get('model', '?')} stepping {cpu.get('stepping', '?')}"
+        ),
+        "cpu_mhz": cpu.get("cpu MHz", "?"),
+        "cache": cpu.get("cache size", "?"),
+        "virtual": "hypervisor" in flags,
+        "avx512": "avx512f" in flags,
         "memory_gb": round(mem_kb / 1024 / 1024, 1),
         "python": platform.python_version(),
         "load_avg": os.getloadavg(),
@@ -134,14 +145,17 @@ def main() -> None:
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    info = machine()  # before the runs: the load they start in
     results = []
     for name in names:
         print(f"running {name} ({args.size}) ...", file=sys.stderr, flush=True)
         results.append(run_one(name, BENCHMARKS[name], args.size))
-    info = machine()
+    info["load_avg_at_end"] = os.getloadavg()
     print(
-        f"\nsamzapy benchmarks, size {args.size}: {info['cpus']} CPUs ({info['cpu']}), "
-        f"{info['memory_gb']} GB, Python {info['python']}, load {info['load_avg'][0]:.1f}"
+        f"\nsamzapy benchmarks, size {args.size}: {info['cpus']} CPUs ({info['cpu']}; {info['cpu_id']}; "
+        f"{info['cpu_mhz']} MHz; cache {info['cache']}{'; virtual machine' if info['virtual'] else ''}), "
+        f"{info['memory_gb']} GB, Python {info['python']}, load {info['load_avg'][0]:.1f} at the start, "
+        f"{info['load_avg_at_end'][0]:.1f} at the end"
     )
     print(table(results))
     for result in results:

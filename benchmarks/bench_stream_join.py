@@ -19,6 +19,10 @@ The stores' changelogs are coalesced per commit (``--coalesce true``, samzapy's 
     python -m benchmarks.bench_stream_join --size small --commit-ms 5000 --fetch-wait-ms 10
     python -m benchmarks.bench_stream_join --size small --trace /tmp/trace.json
 
+``--rate 0`` (the default at sizes small and full) runs the latency at half the input rate the
+throughput run just measured; ``--busy-core 1`` (default there) runs it a second time while
+another process spins on a core.
+
 ``--trace FILE`` runs the latency job under :mod:`benchmarks.join_trace` and prints where the
 slowest 5 % of joins spent their latency; ``--latency-only 1`` skips the throughput run.
 """
@@ -105,7 +109,8 @@ def read_all(servers: str, topic: str) -> list:
         consumer.close()
 
 
-def throughput(tmp: str, servers: str, args: argparse.Namespace, result: Result) -> None:
+def throughput(tmp: str, servers: str, args: argparse.Namespace, result: Result) -> float:
+    """Run the join over a produced backlog; add its rows; its input events per second."""
     impressions = args.impressions
     imps, clicks = ads(
         AdSpec(impressions=impressions, orphan_clicks=impressions // 100, span_ms=4 * 3_600_000)
@@ -133,26 +138,31 @@ def throughput(tmp: str, servers: str, args: argparse.Namespace, result: Result)
         f"join throughput: {len(imps):,} impressions + {len(clicks):,} clicks -> {joined:,} joined; "
         f"start-up {run.ready_s:.1f} s, processing {run.busy_s:.1f} s"
     )
+    return events / run.busy_s
 
 
-def latency(tmp: str, servers: str, args: argparse.Namespace, result: Result) -> None:
-    rate, seconds = args.rate, args.seconds
+def latency(
+    tmp: str, servers: str, args: argparse.Namespace, result: Result, rate: float, tag: str, busy: bool
+) -> None:
+    """Run the join live at ``rate`` input events/s; add its latency rows. ``busy``: another
+    process spins on a core all the while (the job and the producer share what is left)."""
+    seconds = args.seconds
     # about 1.33 events per impression: 30% are clicked, 10% of clicks twice, a few orphans
     impressions = int(rate * seconds / 1.33)
     imps, clicks = ads(AdSpec(impressions=impressions, span_ms=seconds * 1000, max_click_delay_ms=2_000))
-    for topic in ("imp-lat", "clk-lat"):
+    for topic in (f"imp-{tag}", f"clk-{tag}"):
         produce_json(servers, topic, PARTITIONS, [])
     config = write_config(
         tmp,
         servers,
-        "lat",
+        tag,
         args.coalesce,
         args.commit_ms,
         args.fetch_wait_ms,
         args.local_checkpoint_ms,
         args.flush_at_head,
     )
-    metrics = Path(tmp) / "metrics-lat.json"
+    metrics = Path(tmp) / f"metrics-{tag}.json"
     # --trace: the job runs under benchmarks.join_trace, which writes its loop's timeline
     program = ["-m", "benchmarks.join_trace", args.trace] if args.trace else ["-m", "samzapy"]
     job = subprocess.Popen(
@@ -161,10 +171,12 @@ def latency(tmp: str, servers: str, args: argparse.Namespace, result: Result) ->
         stdout=subprocess.DEVNULL,
         cwd=ROOT,
     )
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
         time.sleep(5)  # start-up
         events = sorted(
-            [(v["ts"], "imp-lat", k, v) for k, v in imps] + [(v["ts"], "clk-lat", k, v) for k, v in clicks],
+            [(v["ts"], f"imp-{tag}", k, v) for k, v in imps]
+            + [(v["ts"], f"clk-{tag}", k, v) for k, v in clicks],
             key=lambda e: e[0],
         )
         producer = Producer(servers)
@@ -180,19 +192,22 @@ def latency(tmp: str, servers: str, args: argparse.Namespace, result: Result) ->
         producer.close()
         time.sleep(5)  # let the job catch up
     finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
         job.send_signal(signal.SIGTERM)
         job.wait(timeout=60)
     appended: dict[str, tuple[int, str, int, int]] = {}  # event id -> (append time, where)
-    for record in read_all(servers, "imp-lat"):
-        where = (record.timestamp, "imp-lat", record.partition, record.offset)
+    for record in read_all(servers, f"imp-{tag}"):
+        where = (record.timestamp, f"imp-{tag}", record.partition, record.offset)
         appended.setdefault(orjson.loads(record.value)["impression_id"], where)
-    for record in read_all(servers, "clk-lat"):
-        where = (record.timestamp, "clk-lat", record.partition, record.offset)
+    for record in read_all(servers, f"clk-{tag}"):
+        where = (record.timestamp, f"clk-{tag}", record.partition, record.offset)
         appended.setdefault(orjson.loads(record.value)["click_id"], where)
     # per joined record: its append time and the later of its two inputs
     joins = [
         (r.timestamp, *max(appended[v["impression_id"]], appended[v["click_id"]]))
-        for r in read_all(servers, "joined-lat")
+        for r in read_all(servers, f"joined-{tag}")
         for v in [orjson.loads(r.value)]
     ]
     latencies = sorted(out - trigger for out, trigger, *_ in joins)
@@ -206,28 +221,29 @@ def latency(tmp: str, servers: str, args: argparse.Namespace, result: Result) ->
         return latencies[min(len(latencies) - 1, int(p * len(latencies)))]
 
     offered = len(events) / seconds
-    result.add(f"join latency p50 at {offered:,.0f} ev/s", pct(0.5), "ms")
-    result.add(f"join latency p99 at {offered:,.0f} ev/s", pct(0.99), "ms")
-    result.note(f"join latency: {len(latencies):,} joins in {seconds} s, max {latencies[-1]} ms")
+    where = ", second core busy" if busy else ""
+    result.add(f"join latency p50 at {offered:,.0f} ev/s{where}", pct(0.5), "ms")
+    result.add(f"join latency p99 at {offered:,.0f} ev/s{where}", pct(0.99), "ms")
+    result.note(f"join latency{where}: {len(latencies):,} joins in {seconds} s, max {latencies[-1]} ms")
     # Input waits while a commit runs (store flushes, producer flush, local checkpoints): the
     # mean commit time says how much of the tail that explains.
     container = orjson.loads(metrics.read_bytes()).get("container", {})
     commits = container.get("commit-calls", 0)
     if commits:
         mean_ms = container.get("commit-ns", 0) / commits / 1e6
-        result.add("join latency run, mean commit time", mean_ms, "ms")
+        result.add(f"join latency run{where}, mean commit time", mean_ms, "ms")
         result.note(f"join latency run: {commits} commits, {mean_ms:.0f} ms each on average")
     # What flushing at the head costs: changelog records per input event (coalescing saves less)
     changelogs = [v for k, v in load_config(config).items() if k.endswith(".changelog")]
     logged = sum(len(read_all(servers, SystemStream.parse(c).stream)) for c in changelogs)
-    result.add("join latency run, changelog records per input event", logged / len(events), "rec/ev")
+    result.add(f"join latency run{where}, changelog records per input event", logged / len(events), "rec/ev")
 
 
 def main() -> None:
     args = arguments(
         __doc__,
         impressions=(5_000, 50_000, 200_000),
-        rate=(1_000, 5_000, 10_000),
+        rate=(1_000, 0, 0),
         seconds=(5, 15, 20),
         coalesce="true",
         commit_ms=0,
@@ -236,6 +252,7 @@ def main() -> None:
         trace="",
         latency_only=0,
         flush_at_head="",
+        busy_core=(0, 1, 1),
     )
     result = Result("stream_join")
     with tempfile.TemporaryDirectory() as tmp:
@@ -243,8 +260,8 @@ def main() -> None:
         try:
             servers = info.bootstrap_servers
             result.note(f"join: stores.<store>.changelog.coalesce={args.coalesce}")
-            if not args.latency_only:
-                throughput(tmp, servers, args, result)
+            measured = 0.0 if args.latency_only else throughput(tmp, servers, args, result)
+            rate = args.rate or measured / 2 or 5_000
             commit = f"task.commit.ms={args.commit_ms}" if args.commit_ms else "the config's task.commit.ms"
             wait = (
                 f"fetch.max.wait.ms={args.fetch_wait_ms}" if args.fetch_wait_ms else "the default fetch wait"
@@ -256,7 +273,9 @@ def main() -> None:
             )
             head = f"flush.at.head={args.flush_at_head or 'as configured'}"
             result.note(f"join latency run: {commit}, {wait}, {local}, {head}")
-            latency(tmp, servers, args, result)
+            latency(tmp, servers, args, result, rate, "lat", busy=False)
+            if args.busy_core:
+                latency(tmp, servers, args, result, rate, "lat-busy", busy=True)
         finally:
             dev_broker.stop(Path(tmp) / "broker")
     result.write(args.result)
