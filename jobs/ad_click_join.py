@@ -49,12 +49,19 @@ def joined_record(click: dict, impression: dict | None) -> dict:
     return record
 
 
+#: The registry's namespace in ``join-state``.
+REGISTRY_NAMESPACE = b"reg"
+
+
 class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
     """Joins clicks (left) to impressions (right) by impression id; see the module docstring."""
 
     @classmethod
     def state_layouts(cls, config: Any) -> dict[str, Any]:
-        """How the stores read as data (:mod:`samzapy.spark.state_layout`)."""
+        """How the stores read as data and move in a reshard (:mod:`samzapy.spark.state_layout`):
+        the buffers and the expiry index by impression id; ``join-state`` is the task's own
+        (the inputs' watermarks, the registry of decided click ids)."""
+        from samzapy.spark.operator_layouts import event_time_entries, registry_entries
         from samzapy.spark.state_layout import JoinBufferLayout, JoinExpiryLayout, TaskStateLayout
 
         buffer = JoinBufferLayout()
@@ -62,7 +69,7 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
             "click-buffer": buffer,
             "impression-buffer": buffer,
             "join-expiry": JoinExpiryLayout(),
-            "join-state": TaskStateLayout(),
+            "join-state": TaskStateLayout((*event_time_entries(), *registry_entries(REGISTRY_NAMESPACE))),
         }
 
     def init(self, context: Any) -> None:
@@ -82,7 +89,7 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
         self.registry = JoinRegistry(
             state,
             config.get_int("join.registry.retention.ms", 86_400_000),
-            namespace=b"reg",
+            namespace=REGISTRY_NAMESPACE,
             metrics=context.metrics,
         )
         self.join = StreamStreamJoin(

@@ -30,6 +30,15 @@ from typing import Any
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
 from samzapy.operators import TableChange
 from samzapy.operators.fk_join import ForeignKeyLeft, ForeignKeyRight, Response, Subscription
+from samzapy.operators.fk_join import state_layouts as fk_layouts
+
+#: Why ``state-storage-tool reshard`` refuses this job (:meth:`ForeignKeyJoinTask.state_layouts`).
+RESHARD_REFUSAL = (
+    "the foreign-key join's versions are its left input's offsets (ForeignKeyJoinTask): under a "
+    "new partition count a left key's next update arrives at an offset of another partition, "
+    "which can be below its stored version, and the join refuses it. Start the job afresh on the "
+    "new partition count instead (new changelogs and checkpoints; its inputs read from the start)"
+)
 
 
 class ForeignKeyJoinTask(StreamTask, InitableTask):
@@ -41,6 +50,13 @@ class ForeignKeyJoinTask(StreamTask, InitableTask):
     naming the right key), ``kind`` (``inner`` or ``left``). Stores: ``fk-left``,
     ``fk-right`` (string keys, JSON values), ``fk-subscriptions`` (bytes), ``joined``.
     """
+
+    @classmethod
+    def state_layouts(cls, config: Any) -> dict[str, Any]:
+        """How the stores read as data (:mod:`samzapy.spark.state_layout`): the subscriptions
+        by customer, order and version; ``fk-left``, ``fk-right`` and ``joined`` are key-value.
+        A reshard refuses the job (:data:`RESHARD_REFUSAL`)."""
+        return fk_layouts("fk-subscriptions", reshard_refusal=RESHARD_REFUSAL)
 
     left_stream = "orders"
     right_stream = "customers"

@@ -77,6 +77,8 @@ from samzapy.operators.event_time import (
 HOUR_MS = 3_600_000
 #: The windows' namespace in the store (their key layout: :mod:`samzapy.operators.window_layout`).
 WINDOW_NAMESPACE = b"cw"
+#: The store key of the late views' count (a :class:`StoredCounter`).
+LATE_KEY = b"\x00late"
 #: Closed windows emitted (and purged) per store scan.
 EMIT_BATCH = 10_000
 
@@ -86,11 +88,15 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
 
     @classmethod
     def state_layouts(cls, config: Any) -> dict[str, Any]:
-        """How the window store reads as data (:mod:`samzapy.spark.state_layout`; the tumbling
-        and hopping windows' layout: sliding and count windows are not described yet)."""
+        """How the window store reads as data and moves in a reshard
+        (:mod:`samzapy.spark.state_layout`; the tumbling, hopping and session windows' layout:
+        sliding and count windows are not described yet). The task's own entries: the event
+        time's watermarks, the sequences of the upstream sources, the late count."""
+        from samzapy.spark.operator_layouts import counter_entries, event_time_entries, sequence_entries
         from samzapy.spark.state_layout import WindowLayout
 
-        return {config.get_str("window.store", "pageview-counts"): WindowLayout(WINDOW_NAMESPACE)}
+        own = (*event_time_entries(), *sequence_entries(), *counter_entries(LATE_KEY))
+        return {config.get_str("window.store", "pageview-counts"): WindowLayout(WINDOW_NAMESPACE, own)}
 
     def init(self, context: Any) -> None:
         """Read the config; rebuild the operators over the (restored) store."""
@@ -114,7 +120,7 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         self.task_name = context.task_name
         self.late = context.metrics.counter("late-messages")
         self.duplicates = context.metrics.counter("duplicates-dropped")
-        self.late_total = StoredCounter(store, b"\x00late")
+        self.late_total = StoredCounter(store, LATE_KEY)
         context.metrics.gauge("late-messages-total", lambda: self.late_total.value)
         context.metrics.gauge("watermark", lambda: self.time.watermark.current)
 

@@ -32,10 +32,26 @@ from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStr
 from samzapy.operators import StreamTableJoin, id_from_headers
 from samzapy.operators.event_time import END_OF_STREAM, control_of
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
+from samzapy.operators.temporal_join import state_layouts as temporal_layouts
+
+#: ``join.time=event``: the namespaces of the versioned table and of the waiting views in
+#: their one store.
+TABLE_NAMESPACE, BUFFER_NAMESPACE = b"zv", b"jb"
 
 
 class PageViewEnrichTask(StreamTask, InitableTask):
     """Adds ``zip`` from the latest profile of the view's user; see the module docstring."""
+
+    @classmethod
+    def state_layouts(cls, config: Any) -> dict[str, Any]:
+        """How the stores read as data (:mod:`samzapy.spark.state_layout`): with
+        ``join.time=event``, the versions and the waiting views; else the key-value table."""
+        if config.get_str("join.time", "processing") != "event":
+            return {}
+        name = config.get_str("join.versioned.store", "zip-versions")
+        return temporal_layouts(
+            name, name, table_namespace=TABLE_NAMESPACE, buffer_namespace=BUFFER_NAMESPACE
+        )
 
     def init(self, context: Any) -> None:
         """Read the config; open the table store."""
@@ -49,14 +65,14 @@ class PageViewEnrichTask(StreamTask, InitableTask):
         if mode == "event":
             name = config.get_str("join.versioned.store", "zip-versions")
             store = context.get_store(name)
-            table = context.get_versioned_store(name, namespace=b"zv")
+            table = context.get_versioned_store(name, namespace=TABLE_NAMESPACE)
             self.temporal = EventTimeStreamTableJoin(
                 table,
                 store,
                 _enrich,
                 kind=config.get_str("join.kind", "inner"),
                 grace_ms=config.get_int("join.grace.ms", 0),
-                namespace=b"jb",
+                namespace=BUFFER_NAMESPACE,
             )
         else:
             self.join = StreamTableJoin(

@@ -14,12 +14,23 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
+from typing import Any
 
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.keys import MAX_MS, MIN_MS, decode_ms, encode_ms, prefix_end
 from samzapy.stores.base import KeyValueStore
 
 _HEADER = struct.Struct(">QI")
+
+
+def state_layout(namespace: bytes = b"") -> Any:
+    """How the store of a :class:`Deduplicator` with ``namespace`` reads as data and moves in a
+    reshard, for a task's ``state_layouts`` (:class:`samzapy.spark.operator_layouts.DedupLayout`:
+    ids, their buckets and the largest time; the ids are copied to every new task that may
+    receive the old task's keys)."""
+    from samzapy.spark.operator_layouts import DedupLayout
+
+    return DedupLayout(namespace)
 
 
 class BloomFilter:

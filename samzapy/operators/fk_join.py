@@ -98,6 +98,25 @@ class LeftUpdate:
     change: TableChange | None = None
 
 
+def state_layouts(
+    subscription_store: str,
+    *,
+    namespace: bytes = b"",
+    key_serde: Serde | None = None,
+    foreign_key_serde: Serde | None = None,
+    reshard_refusal: str | None = None,
+) -> dict[str, Any]:
+    """How the join's stores read as data, for a task's ``state_layouts``: the subscription
+    store by foreign key, left key and version
+    (:class:`samzapy.spark.operator_layouts.ForeignKeySubscriptionLayout`); the left and right
+    tables are key-value stores of the job's serdes and need no entry. ``reshard_refusal``:
+    why a reshard must not move the state (e.g. versions that are input offsets)."""
+    from samzapy.spark.operator_layouts import ForeignKeySubscriptionLayout
+
+    layout = ForeignKeySubscriptionLayout(namespace, key_serde, foreign_key_serde, reshard_refusal)
+    return {subscription_store: layout}
+
+
 class ForeignKeyLeft:
     """The left half of a foreign-key join, in the task that owns the left keys.
 

@@ -38,6 +38,21 @@ ENDED_TAG = b"\x00je"
 RELEASE_BATCH = 10_000
 
 
+def state_layouts(
+    table_store: str, buffer_store: str, *, table_namespace: bytes = b"", buffer_namespace: bytes = b""
+) -> dict[str, Any]:
+    """How the join's stores read as data and move in a reshard, for a task's
+    ``state_layouts``: the versioned table (:class:`samzapy.spark.operator_layouts.VersionedLayout`)
+    and the buffer of waiting records (``TemporalBufferLayout``); one ``SharedLayout`` when
+    both live in one store."""
+    from samzapy.spark.operator_layouts import SharedLayout, TemporalBufferLayout, VersionedLayout
+
+    table, buffer = VersionedLayout(table_namespace), TemporalBufferLayout(buffer_namespace)
+    if table_store == buffer_store:
+        return {table_store: SharedLayout((table, buffer))}
+    return {table_store: table, buffer_store: buffer}
+
+
 @dataclass(frozen=True, slots=True)
 class TemporalResult:
     """A released stream record: its ``key``, ``ref``, event time, and the joined value

@@ -5,20 +5,25 @@ fewer than its N tasks), every entry of every logged store moves to the task tha
 receive its key under M: the task ``partition_for_key(partition_key, M)`` of the job's own
 partitioner, where the partition key comes from the store's layout
 (:mod:`samzapy.spark.state_layout`: the key itself for stores keyed by the input key, the
-user key inside a window, or the hook ``stores.<store>.partition.key``).
+user key inside a window, or the hook ``stores.<store>.partition.key``). An entry that
+belongs to no key (a task's own watermark, registry of ids, counter) goes to the new tasks
+that may receive the old task's keys, combined there by the rule its layout names
+(:mod:`samzapy.spark.reshard_own`).
 
 Steps, in order:
 
-1. read every store's committed state (each task's changelog up to its checkpointed offset)
-   and route each entry to its new task; an entry with no partition key (a task's own
-   bookkeeping, e.g. a window store's watermarks) stops the reshard before anything changes;
+1. check that no store's layout refuses a reshard (e.g. the foreign-key join's versions are
+   input offsets), read every store's committed state (each task's changelog up to its
+   checkpointed offset) and route each entry to its new task; an entry with neither a
+   partition key nor a merge rule stops the reshard before anything changes;
 2. stage the routed entries as Parquet under the base directory (the only copy of the state
    between steps 3 and 4: on a failure there, the message names it);
 3. delete each changelog topic and create it again with M partitions (Kafka cannot remove
    partitions, and the dev broker cannot add them);
-4. write the entries: changelog partitions, SST files ingested into
-   ``<base>/<store>/Partition_<0..M-1>`` with local checkpoints (:mod:`samzapy.spark.state_write`);
-   the store partitions ``M..N-1`` are deleted from disk: no task will see their keys again;
+4. combine the tasks' own entries, and write all entries: changelog partitions, SST files
+   ingested into ``<base>/<store>/Partition_<0..M-1>`` with local checkpoints
+   (:mod:`samzapy.spark.state_write`); the store partitions ``M..N-1`` are deleted from disk:
+   no task will see their keys again;
 5. write checkpoints for tasks ``0..M-1`` (the new changelog offsets; an input offset is
    kept only where the input partition still holds at least that many records, so a topic
    that was recreated is read from its start by ``samza.offset.default``) and delete those
@@ -40,7 +45,8 @@ from typing import Any, TextIO
 from samzapy.config import Config, JobConfig
 from samzapy.config.model import StoreConfig
 from samzapy.spark import SparkJobError
-from samzapy.spark.state_write import ENTRY_SCHEMA, WriteStats, entry_arrow_schema, rewrite_partitions
+from samzapy.spark.reshard_own import ROUTED_SCHEMA, merged_entries
+from samzapy.spark.state_write import WriteStats, rewrite_partitions
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +86,9 @@ def reshard(
     the read's progress (records, MB, rate, ETA) goes to ``progress`` (default: the log).
 
     Raises:
-        SparkJobError: a store cannot be resharded (not RocksDB, an entry without a
-            partition key), or a step failed (the message says what state things are in).
+        SparkJobError: a store cannot be resharded (not RocksDB, its layout refuses, an entry
+            with neither a partition key nor a merge rule), or a step failed (the message says
+            what state things are in).
     """
     from samzapy.kafka.broker import resolve_bootstrap_servers
     from samzapy.spark.session import get_spark
@@ -94,17 +101,18 @@ def reshard(
         raise SparkJobError(f"--partitions {partitions}: a job needs at least 1 task")
     raw_config, job = job_of(config)
     stores = _logged_stores(job)
+    layouts = {s.name: layout_for(raw_config, job, s) for s in stores}
+    _check_layouts(layouts)
     spark = spark or get_spark(master, "samzapy-reshard")[0]
     servers = resolve_bootstrap_servers(job.producer_bootstrap_servers)
     old_tasks = _old_task_count(servers, stores)
-    layouts = {s.name: layout_for(raw_config, job, s) for s in stores}
     sources = [src for s in stores for src in changelog_sources(job, s, None, to_checkpoint=True)]
     base = Path(base_dir) if base_dir else job.logged_store_base_dir
     staging = base / f".reshard-staging-{uuid.uuid4().hex[:12]}"
     try:
         with SparkProgress(spark, "reshard read", planned(job, sources), progress) as shown:
             routed = raw_frame(spark, job, layouts, sources, shown.counters)
-            routed.mapInArrow(_Router(layouts, partitions), ENTRY_SCHEMA).write.parquet(
+            routed.mapInArrow(_Router(layouts, partitions), ROUTED_SCHEMA).write.parquet(
                 str(staging)
             )  # step 2
     except Exception as exc:
@@ -117,13 +125,17 @@ def reshard(
     read_s = time.perf_counter() - started
     try:
         _recreate_changelogs(servers, stores, partitions)  # step 3
-        entries = spark.read.parquet(str(staging))
+        staged = spark.read.parquet(str(staging))
+        keyed = staged.filter(staged["rule"].isNull()).select("store", "partition", "key", "value")
+        entries = keyed.unionByName(merged_entries(staged, old_tasks, partitions))
         write = rewrite_partitions(spark, entries, job, stores, partitions, base, checkpoints=False)
     except Exception as exc:
         msg = (
             f"reshard failed after the changelogs were recreated: {exc}. The state is staged in "
-            f"{staging} (Parquet, columns store/partition/key/value, partitions already the new ones): "
-            "run the reshard again"
+            f"{staging} (Parquet, columns store/partition/key/value/rule/old: the keys' entries with "
+            f"their new partitions, the tasks' own entries with their old task and merge rule, "
+            f"{old_tasks} old tasks): write it with samzapy.spark.reshard_own.merged_entries and "
+            "samzapy.spark.state_write.rewrite_partitions"
         )
         raise SparkJobError(msg) from exc
     _drop_old_partitions(base, stores, partitions, old_tasks)
@@ -149,11 +161,20 @@ def _logged_stores(job: JobConfig) -> list[StoreConfig]:
     if not stores:
         raise SparkJobError("the job has no logged store (stores.<name>.changelog): nothing to reshard")
     for store in stores:
-        check_ingestible(store)
+        check_ingestible(store, ttl_ok=True)
     for store in job.stores.values():
         if store.changelog is None and not store.has_side_inputs:
             log.warning("store '%s' has no changelog: its local state is not moved", store.name)
     return stores
+
+
+def _check_layouts(layouts: dict[str, Any]) -> None:
+    """Stop when a store's layout says the job's state must not be resharded."""
+    for name, layout in layouts.items():
+        # only some layouts have a refusal (ForeignKeySubscriptionLayout, SharedLayout)
+        refusal = getattr(layout, "reshard_refusal", None)
+        if refusal:
+            raise SparkJobError(f"store '{name}' cannot be resharded: {refusal}. Nothing was changed")
 
 
 def _old_task_count(servers: str, stores: list[StoreConfig]) -> int:
@@ -168,7 +189,8 @@ def _old_task_count(servers: str, stores: list[StoreConfig]) -> int:
 
 
 class _Router:
-    """Executor side of step 1: raw state rows -> ENTRY_SCHEMA rows of the new task."""
+    """Executor side of step 1: raw state rows -> ROUTED_SCHEMA rows (a key's entry with its
+    new task; a task's own entry with its old task and merge rule)."""
 
     def __init__(self, layouts: dict[str, Any], partitions: int) -> None:
         self.layouts, self.partitions = layouts, partitions
@@ -177,25 +199,47 @@ class _Router:
         import pyarrow as pa
 
         from samzapy.kafka.partitioner import partition_for_key
+
+        for batch in batches:
+            names = ("store", "partition", "key_bytes", "value_bytes")
+            stores, olds, keys, values = (batch.column(n).to_pylist() for n in names)
+            routed, rules = [], []
+            for store, key, value in zip(stores, keys, values, strict=True):
+                layout = self.layouts[store]
+                partition_key = layout.partition_key(key, value)
+                if partition_key is None:
+                    routed.append(-1)  # combined into the new tasks when written (reshard_own)
+                    rules.append(self._rule(store, layout, key, value))
+                else:
+                    routed.append(partition_for_key(partition_key, self.partitions))
+                    rules.append(None)
+            columns = {"store": stores, "partition": routed, "key": keys, "value": values}
+            columns |= {"rule": rules, "old": olds}
+            yield pa.RecordBatch.from_pydict(columns, schema=_routed_arrow_schema())
+
+    @staticmethod
+    def _rule(store: str, layout: Any, key: bytes, value: bytes) -> str:
         from samzapy.spark.state_layout import escaped_text
 
-        schema = entry_arrow_schema()
-        for batch in batches:
-            names = ("store", "key_bytes", "value_bytes")
-            stores, keys, values = (batch.column(n).to_pylist() for n in names)
-            routed = []
-            for store, key, value in zip(stores, keys, values, strict=True):
-                partition_key = self.layouts[store].partition_key(key, value)
-                if partition_key is None:
-                    msg = (
-                        f"store '{store}' holds the entry {escaped_text(key)} that belongs to no key "
-                        "(a task's own state): it cannot be moved by key. Name a function that gives "
-                        f"its partition key with stores.{store}.partition.key"
-                    )
-                    raise SparkJobError(msg)
-                routed.append(partition_for_key(partition_key, self.partitions))
-            columns = {"store": stores, "partition": routed, "key": keys, "value": values}
-            yield pa.RecordBatch.from_pydict(columns, schema=schema)
+        rule: str | None = layout.merge_rule(key, value)
+        if rule is None:
+            msg = (
+                f"store '{store}' holds the entry {escaped_text(key)} that belongs to no key (a task's "
+                f"own state) and that its layout ({type(layout).__name__}) does not say how to combine "
+                "across tasks: it cannot be moved. Declare it in the task's state_layouts "
+                f"(samzapy.spark.state_layout.TaskEntries), or name a function that gives its partition "
+                f"key with stores.{store}.partition.key"
+            )
+            raise SparkJobError(msg)
+        return rule
+
+
+def _routed_arrow_schema() -> Any:
+    import pyarrow as pa
+
+    fields = [("store", pa.string()), ("partition", pa.int32()), ("key", pa.binary())]
+    fields += [("value", pa.binary()), ("rule", pa.string()), ("old", pa.int32())]
+    return pa.schema(fields)
 
 
 def _recreate_changelogs(servers: str, stores: list[StoreConfig], partitions: int) -> None:

@@ -19,7 +19,9 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import struct
 import tempfile
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -57,12 +59,18 @@ class SstFile:
     entries: int
 
 
-def check_ingestible(config: StoreConfig) -> None:
-    """Raise :class:`SparkJobError` for a store whose files cannot be SST-ingested."""
+def check_ingestible(config: StoreConfig, *, ttl_ok: bool = False) -> None:
+    """Raise :class:`SparkJobError` for a store whose files cannot be SST-ingested.
+
+    ``ttl_ok``: a store with ``rocksdb.ttl.ms`` is fine (:class:`SstSink` writes its values with
+    RocksDB's write time, as its TTL mode stores them). The state writes
+    (:mod:`samzapy.spark.state_write`) pass it; the bulk restore does not take TTL stores yet
+    (not tested there), and restores them sequentially.
+    """
     if config.engine != "rocksdb":
         msg = f"store '{config.name}' is {config.engine}: only RocksDB stores are written as SST files"
         raise SparkJobError(msg)
-    if config.ttl_ms is not None:
+    if config.ttl_ms is not None and not ttl_ok:
         msg = (
             f"store '{config.name}' has stores.{config.name}.rocksdb.ttl.ms set: a TTL database keeps a "
             "timestamp in every value, which SST ingestion would not write. Restore it sequentially "
@@ -71,12 +79,27 @@ def check_ingestible(config: StoreConfig) -> None:
         raise SparkJobError(msg)
 
 
+def ttl_stamp(now_s: float | None = None) -> bytes:
+    """What RocksDB's TTL mode appends to every stored value: the write time in whole seconds,
+    4 bytes little-endian (``DBWithTTL``'s ``EncodeFixed32``); ``now_s`` default: now.
+
+    >>> ttl_stamp(1_700_000_000.9).hex()
+    '00f15365'
+    """
+    return struct.pack("<i", int(time.time() if now_s is None else now_s))
+
+
 class SstSink:
     """Writes sorted entries of one store partition into SST files (rolling by size).
 
     ``put`` and ``delete`` must come in strictly increasing key order (RocksDB's SST writer
     checks it). A delete writes a deletion entry, which hides an older value of the key once
     the file is ingested after the file holding that value.
+
+    A store with ``rocksdb.ttl.ms`` gets its values as its TTL mode stores them: followed by
+    the write time (:func:`ttl_stamp`, the sink's creation time for every value). That is when
+    the entries' TTL starts, as the sequential restore starts it at the restore: the changelog
+    does not keep the original write times.
     """
 
     def __init__(self, directory: Path, config: StoreConfig, partition: int, order: int) -> None:
@@ -88,6 +111,7 @@ class SstSink:
         self._writer: Any = None
         self._path: Path | None = None
         self._entries = 0
+        self._stamp = ttl_stamp() if config.ttl_ms is not None else b""
 
     def _open(self) -> Any:
         from rocksdict import SstFileWriter
@@ -104,7 +128,7 @@ class SstSink:
     def put(self, key: bytes, value: bytes) -> None:
         """Write ``key`` = ``value``."""
         writer = self._writer or self._open()
-        writer[key] = value
+        writer[key] = value + self._stamp
         self._after_write()
 
     def delete(self, key: bytes) -> None:
@@ -164,7 +188,7 @@ def ingest_store(
     """
     from rocksdict import IngestExternalFileOptions
 
-    check_ingestible(config)
+    check_ingestible(config, ttl_ok=True)  # the files come from SstSink, which stamps TTL values
     live = store_dir(base_dir, config.name, partition)
     topic = config.changelog.stream if config.changelog is not None else None
     LocalCheckpoints(live, topic or "", partition).delete_all()

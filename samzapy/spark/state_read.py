@@ -14,8 +14,11 @@ Two sources, the same rows:
 Columns: ``store, task, partition``, then the layout's (:mod:`samzapy.spark.state_layout`):
 ``key`` (typed from the JSON of the decoded key), for window stores ``kind, window_start,
 window_end, aggregate``; the value's fields as columns when the values are JSON/Avro records
-(a field named like a column above becomes ``value_<name>``), else one ``value`` column;
-``raw=True`` adds ``key_bytes`` and ``value_bytes``, the stored bytes.
+(a field named like a column above becomes ``value_<name>``), else one ``value`` column. The
+operators' other stores (joins, dedup, versioned tables) add ``kind`` after ``partition`` and
+show each entry's fields as columns (null where an entry of another kind has none).
+``raw=True`` adds ``key_bytes`` and ``value_bytes``, the stored bytes (for a store with
+``rocksdb.ttl.ms``, without the write time RocksDB appends on disk: the value the job reads).
 
 Example::
 
@@ -124,7 +127,7 @@ def read_state(
         keyed = isinstance(layout, KeyValueLayout)  # serdes alone say the columns' types
         serdes = (store_config.key_serde, store_config.msg_serde) if keyed else (None, None)
         known = (serde_kind(job, serdes[0]), serde_kind(job, serdes[1]))
-        return typed_frame(spark, frame, raw, windowed=windowed, kinds=known)
+        return typed_frame(spark, frame, raw, windowed=windowed, kinds=known, kind_column=not keyed)
 
 
 def serde_kind(job: JobConfig, name: str | None) -> str | None:
@@ -264,15 +267,33 @@ class SourceReader:
         layout = self.layouts[source.store]
         rows: list[dict[str, Any]] = []
         task = f"Partition {source.partition}"
-        for key, value in entries:
+        for key, value, following in with_following(entries):
             row = {"store": source.store, "task": task, "partition": source.partition}
-            row |= {"key_bytes": key, "value_bytes": value, **layout.decode(key, value)}
+            row |= {"key_bytes": key, "value_bytes": value, **layout.decode(key, value, following)}
             rows.append(row)
             if len(rows) >= _ROWS_PER_BATCH:
                 yield pa.RecordBatch.from_pylist(rows, schema=schema)
                 rows = []
         if rows:
             yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def with_following(
+    entries: Iterator[tuple[bytes, bytes]],
+) -> Iterator[tuple[bytes, bytes, bytes | None]]:
+    """Each entry with the key of the next one (``None`` after the last): a versioned
+    table's version ends where the next version of its key starts.
+
+    >>> list(with_following(iter([(b"a", b"1"), (b"b", b"2")])))
+    [(b'a', b'1', b'b'), (b'b', b'2', None)]
+    """
+    previous: tuple[bytes, bytes] | None = None
+    for entry in entries:
+        if previous is not None:
+            yield previous[0], previous[1], entry[0]
+        previous = entry
+    if previous is not None:
+        yield previous[0], previous[1], None
 
 
 def raw_arrow_schema() -> Any:
@@ -333,10 +354,12 @@ def typed_frame(
     raw: bool,
     windowed: bool = False,
     kinds: tuple[str | None, str | None] = (None, None),
+    kind_column: bool = False,
 ) -> Any:
     """The raw rows with typed ``key`` and value columns (module doc). The rows are read once
     here, into Spark's cache; a column of a serde ``kinds`` names (string, integer, long) has
-    its type from the serde, the others are inferred from their JSON texts."""
+    its type from the serde, the others are inferred from their JSON texts. ``kind_column``:
+    the rows' ``kind`` is a column (always so for windows)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -348,7 +371,7 @@ def typed_frame(
     value_type = _known_type(kinds[1]) or _json_type(spark, windows, "value_json")
     log.info("state columns typed in %.1fs", time.perf_counter() - started)
     columns = [F.col("store"), F.col("task"), F.col("partition")]
-    if windowed:
+    if windowed or kind_column:
         columns.append(F.col("kind"))
     columns.append(_parse("key_json", key_type).alias("key"))
     if windowed:
@@ -358,7 +381,7 @@ def typed_frame(
         value = F.when(internal, F.get_json_object(F.col("value_json"), "$")).alias("value")
         columns += [F.col("window_start"), F.col("window_end"), aggregate, value]
     else:
-        columns += _value_columns(value_type, {"store", "task", "partition", "key"})
+        columns += _value_columns(value_type, {"store", "task", "partition", "key", "kind"})
     if raw:
         columns += [F.col("key_bytes"), F.col("value_bytes")]
     return frame.select(*columns)

@@ -19,7 +19,9 @@ with that changelog offset (its input offsets and other stores' offsets kept). A
 on the base directory finds a local checkpoint at its checkpointed offset: it replays nothing.
 
 The job must be stopped while its state is written (its own writes would interleave). A
-Spark task that is retried redoes steps 1-3 and converges on the same state.
+Spark task that is retried redoes steps 1-3 and converges on the same state. A store with
+``rocksdb.ttl.ms`` is written too: the changelog gets the values, the SST files the values
+with RocksDB's write time (the time of the write: :class:`samzapy.spark.sst.SstSink`).
 
 Example::
 
@@ -117,7 +119,7 @@ def _logged_store(job: JobConfig, name: str) -> StoreConfig:
     if store.changelog is None:
         msg = f"store '{name}' has no changelog (stores.{name}.changelog): its state cannot be written"
         raise SparkJobError(msg)
-    check_ingestible(store)
+    check_ingestible(store, ttl_ok=True)
     return store
 
 

@@ -48,3 +48,34 @@ class UserRecordTask(StreamTask, InitableTask):
         self.store.put(user, record)
         message = {"user_id": user, "views": record["views"], "record": record}
         collector.send(OutgoingMessageEnvelope(self.output, key=user, message=message))
+
+
+class DedupTask(StreamTask, InitableTask):
+    """Forwards each event (``{"event_id", "ts", ...}``) to ``app.output`` once: a
+    :class:`~samzapy.operators.dedup.Deduplicator` in store ``seen`` (bytes) drops re-sent ids
+    for ``app.dedup.ttl.ms``."""
+
+    @classmethod
+    def state_layouts(cls, config) -> dict:
+        """The dedup store's layout (the operator module's helper)."""
+        from samzapy.operators.dedup import state_layout
+
+        return {"seen": state_layout(DEDUP_NAMESPACE)}
+
+    def init(self, context) -> None:
+        """Rebuild the deduplicator over the restored store."""
+        from samzapy.operators.dedup import Deduplicator
+
+        ttl = context.config.get_int("app.dedup.ttl.ms", 3_600_000)
+        self.dedup = Deduplicator(context.get_store("seen"), ttl, buckets=4, namespace=DEDUP_NAMESPACE)
+        self.output = SystemStream.parse(context.config.get_str("app.output"))
+
+    def process(self, envelope, collector, coordinator) -> None:
+        """Send the event unless its id was seen."""
+        event = envelope.message
+        if not self.dedup.seen_before(event["event_id"], event["ts"]):
+            collector.send(OutgoingMessageEnvelope(self.output, key=envelope.key, message=event))
+
+
+#: The deduplicator's namespace in :class:`DedupTask`'s store.
+DEDUP_NAMESPACE = b"dd"

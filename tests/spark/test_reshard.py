@@ -14,26 +14,19 @@ from state_support import (
     counting_config,
     last_counts,
     produce_views,
+    recreate,
     restored,
     run_counting,
     views,
 )
-from support import create_topic, read_store
+from support import read_store
 
 from samzapy.checkpoint import read_checkpoints
 from samzapy.config import load_config, parse_job_config
-from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.tools.state_storage import main as state_storage_tool
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
-
-
-def recreate(broker: str, topic: str, partitions: int) -> None:
-    """The input topic with a new partition count (the dev broker cannot add partitions)."""
-    with TopicAdmin(broker) as admin:
-        admin.delete_topic(topic)
-    create_topic(broker, topic, partitions)
 
 
 def assert_placed(tmp_path: Path, broker: str, name: str, tasks: int, counts: dict) -> None:
