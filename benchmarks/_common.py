@@ -299,3 +299,8 @@ def count_records(servers: str, topic: str) -> int:
         return sum(len(b) for p in partitions for b in read_partition(consumer, TopicPartition(topic, p), 0))
     finally:
         consumer.close()
+
+
+def processed_messages(snapshot: dict[str, dict[str, Any]]) -> int:
+    """Messages the tasks of a ``--metrics-file`` snapshot processed (their sum)."""
+    return sum(g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task."))

@@ -19,7 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import Result, arguments, count_records, run_child, samzapy_run, write_properties
+from benchmarks._common import (
+    Result,
+    arguments,
+    count_records,
+    processed_messages,
+    run_child,
+    samzapy_run,
+    write_properties,
+)
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
 
@@ -67,9 +75,7 @@ def run_job(
     metrics = tmp / f"metrics-{tag}.json"
     run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
     snapshot = json.loads(metrics.read_text())
-    processed = sum(
-        g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
-    )
+    processed = processed_messages(snapshot)
     sent = count_records(servers, f"naive-counts-{tag}")
     logged = count_records(servers, f"naive-counts-changelog-{tag}")
     per_view = logged / max(processed, 1)

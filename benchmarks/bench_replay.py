@@ -32,6 +32,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from benchmarks._common import processed_messages
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
@@ -136,9 +137,7 @@ def main() -> None:
             command = [sys.executable, "-m", "samzapy", "run", str(streaming), "--exit-at-end"]
             ready, total = run_timed([*command, "--metrics-file", str(metrics)])
             snapshot = json.loads(metrics.read_text())
-            processed = sum(
-                g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
-            )
+            processed = processed_messages(snapshot)
             assert processed == records, f"streaming processed {processed:,} of {records:,}"
             want = outputs(servers, "bench-streaming-counts")
 

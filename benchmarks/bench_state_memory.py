@@ -31,7 +31,15 @@ from pathlib import Path
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from benchmarks._common import ROOT, Result, arguments, run_child, samzapy_run, write_properties
+from benchmarks._common import (
+    ROOT,
+    Result,
+    arguments,
+    processed_messages,
+    run_child,
+    samzapy_run,
+    write_properties,
+)
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
@@ -97,9 +105,7 @@ def run_counter(
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the job, reaped by run_child
     cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     snapshot = json.loads(metrics.read_text())
-    processed = sum(
-        g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
-    )
+    processed = processed_messages(snapshot)
     windows = count_records(servers, f"counts-{tag}")
     result.add(f"window count, {users:,} keys: peak RSS", run.rss_mb, "MB", rss_mb=run.rss_mb)
     result.add(

@@ -41,6 +41,7 @@ from benchmarks._common import (
     Result,
     arguments,
     count_records,
+    processed_messages,
     raw_consume,
     run_child,
     samzapy_run,
@@ -103,9 +104,7 @@ def run_samzapy(tmp: Path, servers: str, coalesce: str, result: Result, tag: str
     metrics = tmp / f"metrics-{tag}.json"
     run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
     snapshot = json.loads(metrics.read_text())
-    processed = sum(
-        g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
-    )
+    processed = processed_messages(snapshot)
     logged = count_records(servers, f"bench-counts-changelog-{tag}")
     outputs = count_records(servers, f"bench-counts-{tag}")
     cpu_us = run.busy_cpu_s / max(processed, 1) * 1e6

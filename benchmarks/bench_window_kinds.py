@@ -28,7 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import ROOT, Result, arguments, run_child, samzapy_run, write_properties
+from benchmarks._common import (
+    ROOT,
+    Result,
+    arguments,
+    processed_messages,
+    run_child,
+    samzapy_run,
+    write_properties,
+)
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json, profiles
 from samzapy.kafka import broker as dev_broker
@@ -72,9 +80,7 @@ def processed_rate(tmp: Path, config: Path, tag: str) -> tuple[float, float, int
     metrics = tmp / f"metrics-{tag}.json"
     run = run_child(samzapy_run(config, "--metrics-file", str(metrics)))
     snapshot = json.loads(metrics.read_text())
-    processed = sum(
-        g.get("messages-actually-processed", 0) for n, g in snapshot.items() if n.startswith("task.")
-    )
+    processed = processed_messages(snapshot)
     return processed / run.busy_s, run.rss_mb, processed, run.busy_cpu_s / max(processed, 1) * 1e6
 
 
