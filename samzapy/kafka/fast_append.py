@@ -34,6 +34,7 @@ import kafka
 from kafka import TopicPartition
 
 from samzapy.errors import KafkaSystemError
+from samzapy.kafka import c_builder
 
 #: kafka-python versions whose internals (``_accumulator``, ``_sender``, ``_metadata``) this
 #: module was checked against.
@@ -68,7 +69,11 @@ def enabled() -> bool:
 
 def on_reason() -> str:
     """What an active fast path runs on, for the start-up log."""
-    return f"kafka-python {kafka.__version__}: records appended to its accumulator directly"
+    text = f"kafka-python {kafka.__version__}: records appended to its accumulator directly"
+    builder_off = c_builder.off_reason()
+    if builder_off is None:
+        return text + ", batches built by aiokafka's C builder"
+    return text + f"; batches built in Python (C builder off: {builder_off})"
 
 
 #: What :meth:`FastAppend.append` returns for a record written into a batch that is already
@@ -101,6 +106,7 @@ class FastAppend:
         self._tps: dict[tuple[str, int], TopicPartition] = {}
         self._locks: dict[TopicPartition, Any] = {}
         self._tracked: dict[TopicPartition, Any] = {}
+        self._c_builder = c_builder.off_reason() is None
 
     @classmethod
     def for_producer(cls, producer: Any) -> FastAppend | None:
@@ -161,13 +167,16 @@ class FastAppend:
         return self._new_batch(tp, key, value, headers)
 
     def _new_batch(self, tp: TopicPartition, key: bytes | None, value: bytes | None, headers: list) -> Any:
-        future, batch_is_full, new_batch, _ = self._accumulator.append(tp, None, key, value, headers)
+        timestamp_ms = int(time.time() * 1000)  # known, so the C builder can repeat the record
+        future, batch_is_full, new_batch, _ = self._accumulator.append(tp, timestamp_ms, key, value, headers)
         batch = None
         if new_batch:
             with self._locks[tp]:
                 dq = self._accumulator._batches[tp]
                 if dq and dq[-1].produce_future is future._produce_future:
                     batch = dq[-1]
+                    if self._c_builder:
+                        c_builder.adopt(batch.records, timestamp_ms, key, value, headers)
         if new_batch:
             self._tracked[tp] = batch
         if batch_is_full or new_batch:

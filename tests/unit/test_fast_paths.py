@@ -17,9 +17,19 @@ def test_both_fast_paths_are_on_with_the_pinned_clients() -> None:
     assert [s.name for s in states] == ["producer-append", "consumer-decode"]
     assert all(s.active for s in states), [s.describe() for s in states]
     assert states[0].reason == (
-        f"kafka-python {kafka.__version__}: records appended to its accumulator directly"
+        f"kafka-python {kafka.__version__}: records appended to its accumulator directly, "
+        "batches built by aiokafka's C builder"
     )
     assert "aiokafka 0.14" in states[1].reason
+
+
+def test_the_c_builder_switched_off_is_said_in_the_producer_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAMZAPY_PRODUCER_C_BUILDER", "0")
+    append, _ = fast_paths()
+    assert append.active
+    assert append.reason.endswith(
+        "; batches built in Python (C builder off: switched off by SAMZAPY_PRODUCER_C_BUILDER=0)"
+    )
 
 
 def test_another_kafka_python_turns_both_off_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
