@@ -8,14 +8,9 @@ from samzapy.stores.base import KeyValueStore
 from samzapy.stores.changelog import ChangelogWriter
 from samzapy.stores.wrapped import WrappedStore
 
-#: With coalescing, pending changes are sent early once this many keys are pending, or once
-#: they hold about this many bytes: the memory they keep between two commits stays bounded
-#: however many distinct keys a commit interval touches.
+#: With coalescing, pending changes are sent early once this many keys are pending (bounds
+#: the memory they hold between two commits).
 MAX_PENDING = 100_000
-MAX_PENDING_BYTES = 8 * 1024 * 1024
-#: What CPython spends per pending change besides the key and value bytes: a dict slot and two
-#: bytes objects' headers.
-ENTRY_OVERHEAD_BYTES = 120
 
 
 class LoggedStore(WrappedStore[bytes, bytes]):
@@ -30,8 +25,7 @@ class LoggedStore(WrappedStore[bytes, bytes]):
     Coalescing (``coalesce=True``; ``stores.<store>.changelog.coalesce``, true by default, so
     the store factory passes it on unless a job turns it off): the inner store is
     written at once, but changes are kept per key (last value wins) and sent at :meth:`flush`
-    (the commit) or when ``max_pending`` keys or about ``max_pending_bytes`` are pending (a
-    key's size is counted when it first becomes pending), so a key changed many times between
+    (the commit) or when ``max_pending`` keys are pending, so a key changed many times between
     two commits costs one changelog record, and a window created and closed within one commit
     costs its tombstones only. The changelog still ends each commit with exactly the store's
     state (restore replays to the checkpointed offset; any subset sent after it is trimmed).
@@ -44,14 +38,11 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         *,
         coalesce: bool = False,
         max_pending: int = MAX_PENDING,
-        max_pending_bytes: int = MAX_PENDING_BYTES,
     ) -> None:
         super().__init__(inner)
         self.changelog = changelog
         self._pending: dict[bytes, bytes | None] | None = {} if coalesce else None
         self._max_pending = max_pending
-        self._max_pending_bytes = max_pending_bytes
-        self._pending_bytes = 0
 
     def put(self, key: bytes, value: bytes | None) -> None:
         """Write inner, then log the change."""
@@ -68,15 +59,9 @@ class LoggedStore(WrappedStore[bytes, bytes]):
             for key, value in entries:
                 send(key, value)
             return
-        before = len(pending)
         pending.update(entries)
-        added = len(pending) - before
-        if added:
-            # the batch's mean entry size stands for the keys that were new
-            size = sum(len(k) + len(v or b"") for k, v in entries) / len(entries)
-            self._pending_bytes += int(added * (size + ENTRY_OVERHEAD_BYTES))
-            if len(pending) >= self._max_pending or self._pending_bytes >= self._max_pending_bytes:
-                self._send_pending()
+        if len(pending) >= self._max_pending:
+            self._send_pending()
 
     def delete(self, key: bytes) -> None:
         """Delete inner, then log a tombstone."""
@@ -88,18 +73,14 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         if pending is None:
             self.changelog.send(key, value)
             return
-        before = len(pending)
         pending[key] = value
-        if len(pending) != before:  # a new key: its size counts
-            self._pending_bytes += len(key) + len(value or b"") + ENTRY_OVERHEAD_BYTES
-            if len(pending) >= self._max_pending or self._pending_bytes >= self._max_pending_bytes:
-                self._send_pending()
+        if len(pending) >= self._max_pending:
+            self._send_pending()
 
     def _send_pending(self) -> None:
         pending = self._pending
         if pending:
             self._pending = {}
-            self._pending_bytes = 0
             send = self.changelog.send
             for key, value in pending.items():
                 send(key, value)
@@ -109,7 +90,6 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         is abandoned: :meth:`~samzapy.stores.engine.StorageEngine.abandon`)."""
         if self._pending:
             self._pending = {}
-            self._pending_bytes = 0
         super().invalidate()
 
     def flush(self) -> None:

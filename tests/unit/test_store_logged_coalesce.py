@@ -52,22 +52,6 @@ def test_coalescing_sends_early_when_too_many_keys_are_pending() -> None:
     assert log.records[-1] == (b"a", b"2")
 
 
-def test_coalescing_sends_early_when_the_pending_changes_hold_too_many_bytes() -> None:
-    log = InMemoryChangelog()
-    # each new key counts its bytes and the per-entry overhead once: 1 + 1000 + 120
-    store = LoggedStore(InMemoryStore(), log, coalesce=True, max_pending_bytes=2_500)
-    store.put(b"a", b"x" * 1000)
-    store.put(b"a", b"y" * 1000)  # the same key again: no more bytes counted
-    store.put(b"b", b"x" * 1000)
-    assert log.records == []
-    store.put_all([(b"c", b"x" * 1000), (b"c", b"z" * 1000)])
-    assert [key for key, _ in log.records] == [b"a", b"b", b"c"]
-    assert log.records[0] == (b"a", b"y" * 1000) and log.records[2] == (b"c", b"z" * 1000)
-    store.put(b"d", b"1")
-    store.flush()
-    assert log.records[-1] == (b"d", b"1")
-
-
 def test_without_coalescing_every_change_is_sent_at_once() -> None:
     log = InMemoryChangelog()
     store = LoggedStore(InMemoryStore(), log)
