@@ -28,13 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from benchmarks._common import (
     ROOT,
     Result,
     arguments,
+    count_records,
     processed_messages,
     run_child,
     samzapy_run,
@@ -43,7 +43,6 @@ from benchmarks._common import (
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
-from samzapy.kafka.reading import read_partition, reader_consumer
 
 CONFIG = ROOT / "config" / "pageview-counter.properties"
 PARTITIONS = 4
@@ -57,16 +56,6 @@ def make_topic(servers: str, topic: str, views: int, users: int) -> None:
     spec = PageViewSpec(count=views, users=users, pages=1000, disorder_ms=60_000)
     produce_json(servers, topic, PARTITIONS, ((v["user_id"].encode(), v) for _, v in pageviews(spec)))
     produce_end_of_stream(servers, topic)
-
-
-def count_records(servers: str, topic: str) -> int:
-    """Records in every partition of ``topic`` (read to the true end)."""
-    consumer = reader_consumer(servers)
-    try:
-        partitions = consumer.partitions_for_topic(topic) or set()
-        return sum(len(b) for p in partitions for b in read_partition(consumer, TopicPartition(topic, p), 0))
-    finally:
-        consumer.close()
 
 
 def run_counter(
