@@ -5,7 +5,8 @@ One iteration: apply the side-input updates that arrived; poll; hand each batch 
 it; async: :meth:`AsyncRunner.submit`); flush the stores kept at the input's head; run the
 async tasks' loop for a slice; call ``window`` where ``task.window.ms`` has passed; commit
 every ``task.commit.ms`` or when a task asked; stop when a task asked to shut down, a signal
-arrived, or (``--exit-at-end``) every input reached the end it had at start. A progress line
+arrived, or (``--exit-at-end``) every input reached the end it had at start, after a last
+``window`` call on every task (the windows its input closed are emitted). A progress line
 every :data:`PROGRESS_EVERY_S` seconds.
 
 The loop owns no part of the container: it is handed them (:class:`RunLoop`), and the
@@ -175,18 +176,19 @@ class RunLoop:
             if self._stopping() or task.coordinator.shutdown_requested:
                 return
 
-    def _window(self, now: float) -> None:
-        """Call ``window`` on each task whose ``task.window.ms`` has passed."""
+    def _window(self, now: float, *, every_task: bool = False) -> None:
+        """Call ``window`` on each task whose ``task.window.ms`` has passed (``every_task``:
+        on each task, due or not)."""
         window_s = self._window_s
         if window_s is None:
             return
-        if self._runner is not None and any(now - t.last_window >= window_s for t in self._tasks):
+        due = [t for t in self._tasks if every_task or now - t.last_window >= window_s]
+        if due and self._runner is not None:
             self._runner.drain()  # a window call sees no message half-processed
-        for task in self._tasks:
-            if now - task.last_window >= window_s:
-                started = time.perf_counter_ns()
-                task.window()
-                self._window_ns.inc(time.perf_counter_ns() - started)
+        for task in due:
+            started = time.perf_counter_ns()
+            task.window()
+            self._window_ns.inc(time.perf_counter_ns() - started)
 
     def _finished(self) -> bool:
         """Whether a task asked to shut down or, with exit at end, every input is read."""
@@ -197,6 +199,9 @@ class RunLoop:
         settled = self._group is None or self._group.settled
         if self._exit_at_end and self._inputs.all_caught_up() and settled:
             log.info("every input reached the end offset it had at start: stopping (--exit-at-end)")
+            # What a live job would emit at its next window() call (windows the input has
+            # closed) is emitted now, before the final commit, not left for a next run.
+            self._window(time.monotonic(), every_task=True)
             return True
         return False
 

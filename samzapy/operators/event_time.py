@@ -166,7 +166,8 @@ class EventTime:
         * Before every source has made progress, the watermark stays at ``MIN_MS``: a silent
           source holds it back (as in Flink without idleness detection); an end-of-stream
           record releases it, and so does an ``idle`` control record (:meth:`idle`): an idle
-          source is left out of the minimum until its next record (Flink's source idleness).
+          source is left out of the minimum until its next record (Flink's source idleness);
+          once every source is idle, the watermark moves to the largest progress among them.
           The idle flags are kept in the store too, and they come from control records in
           the input, so a replay of the same input takes the same decisions.
 
@@ -230,9 +231,10 @@ class EventTime:
 
     def _recompute(self) -> bool:
         active = [w.current for s, w in self._progress.items() if s not in self._idle]
-        if not active:
-            return False  # every source idle: nothing says how far time has gone
-        low = min(active)
+        # Every source idle: none will move time on, so what they reached is flushed (the
+        # largest progress, as Flink's watermark valve does). Otherwise the order in which the
+        # sources went idle would decide whether windows ever close.
+        low = min(active) if active else max(w.current for w in self._progress.values())
         if low == MIN_MS:
             return False
         return self.watermark.advance_to(late_bound(low, self.allowed_lateness_ms))

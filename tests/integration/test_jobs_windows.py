@@ -224,7 +224,10 @@ def idle_pipeline(tmp_path: Path, broker: str, tag: str) -> tuple[Path, dict, di
     try:
         wait_for(
             lambda: (
-                sum(header(r, CONTROL_HEADER) == IDLE for r in consume_all(broker, topics["by-user"]))
+                sum(
+                    header(r, CONTROL_HEADER) == IDLE and orjson.loads(r.value)["source"] == "1"
+                    for r in consume_all(broker, topics["by-user"])
+                )
                 >= IDLE_PARTITIONS
             ),
             timeout=90,
@@ -258,14 +261,45 @@ def test_idle_timeout_lets_windows_close_while_one_source_is_silent(tmp_path, br
         emitted = dedup_by_id(outputs(broker, topics["counts"]))
         return {rid: orjson.loads(r.value) for rid, r in emitted.items()}
 
-    # Run live, not with --exit-at-end: a counter that reads its whole input before its first
-    # window() call (task.window.ms) would stop with the closed windows not yet emitted.
     job = start_job(counter, log=tmp_path / "counter.log")
     try:
         wait_for(lambda: len(got()) >= len(want), timeout=60, what="every closed window's count")
     finally:
         kill9(job)
     assert got() == want
+
+
+def test_exit_at_end_emits_the_windows_its_input_closed_before_the_first_window_call(tmp_path, broker):
+    """--exit-at-end with ``task.window.ms`` far longer than the run, in direct mode (no
+    control records, so only ``window()`` closes windows): the input is read before any timed
+    ``window()`` call, and the windows it closed are still emitted, each exactly once, by a
+    last ``window()`` before the final commit."""
+    tag = "win-exit-at-end"
+    topics = {n: f"{n}-{tag}" for n in ("by-user", "counts")}
+    create_topic(broker, topics["by-user"], 1)
+    records = views(PageViewSpec(count=2_000, users=20, pages=10, seed=31, span_ms=5 * HOUR))
+    produce_json(broker, topics["by-user"], 1, records)
+    config = job_config(
+        tmp_path,
+        broker,
+        "pageview-counter.properties",
+        tag,
+        {
+            "task.inputs": f"kafka.{topics['by-user']}",
+            "window.output.stream": f"kafka.{topics['counts']}",
+            "window.late.stream": "",
+            "window.allowed.lateness.ms": "0",
+            "watermark.upstream.tasks": "0",
+            "task.window.ms": "600000",
+        },
+    )
+    progress = max(v["ts"] for _, v in records)
+    want = {rid: m for rid, m in expected_tumbling(records).items() if m["window_end"] <= progress}
+    assert len(want) >= 80
+    run_to_end(config)
+    emitted = outputs(broker, topics["counts"])
+    assert len(emitted) == len(want)
+    assert {rid: orjson.loads(r.value) for rid, r in dedup_by_id(emitted).items()} == want
 
 
 # ------------------------------------------------------------------ sliding after a repartition

@@ -146,6 +146,21 @@ def test_an_idle_source_stops_holding_the_watermark_back_until_its_next_record(t
     assert len(records(again)) == 1  # held back by source 1 (progress 2h) again
 
 
+def test_when_every_source_is_idle_the_windows_they_reached_close_whatever_order_they_went_idle(tmp_path):
+    """The active source says idle before the silent one (both reach their idle timeout at
+    about the same time): once both are idle, time is what the sources reached."""
+    h = upstream_counter(tmp_path)
+    forwarded(h, 0, 0, MIN_MS, "u1", 10)
+    forwarded(h, 0, 1, 10, "u1", HOUR + 5)
+    idle(h, 0, HOUR + 5)
+    h.window()
+    assert records(h) == []  # source 1 silent and not idle: it holds the watermark
+    idle(h, 1, MIN_MS)
+    assert [(m["window_start"], m["count"]) for m in records(h)] == [(0, 1)]
+    forwarded(h, 1, 0, MIN_MS, "u2", 30)  # source 1 wakes up: late for an hour that closed
+    assert [o.message["view_id"] for o in h.outputs if o.system_stream.stream == "late"] == ["s1-0"]
+
+
 def test_repartition_says_idle_once_after_its_timeout_and_again_after_new_input(monkeypatch):
     clock = [100.0]
     monkeypatch.setattr("samzapy.jobs.pageview_repartition.time.monotonic", lambda: clock[0])
