@@ -33,13 +33,12 @@ log = logging.getLogger(__name__)
 
 
 class ChangelogRecord(Protocol):
-    """One record read back from a changelog (kafka-python's ``ConsumerRecord`` is one)."""
+    """One record read back from a changelog: kafka-python's ``ConsumerRecord`` and
+    :class:`~samzapy.kafka.fast_decode.RawRecord` are ones."""
 
     offset: int
     key: bytes | None
     value: bytes | None
-    serialized_key_size: int
-    serialized_value_size: int
 
 
 @runtime_checkable
@@ -150,7 +149,7 @@ class KafkaChangelog:
 
     def _reader(self) -> Any:
         if self._consumer is None:
-            self._consumer = reader_consumer(self.bootstrap_servers)
+            self._consumer = reader_consumer(self.bootstrap_servers, raw_records=True)
         return self._consumer
 
     def read(self, start: int, stop: int | None = None) -> Iterator[list[Any]]:

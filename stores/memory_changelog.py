@@ -23,16 +23,6 @@ class StoredRecord(NamedTuple):
     key: bytes
     value: bytes | None
 
-    @property
-    def serialized_key_size(self) -> int:
-        """The key's size in bytes."""
-        return len(self.key)
-
-    @property
-    def serialized_value_size(self) -> int:
-        """The value's size in bytes (-1 for a tombstone, as Kafka reports it)."""
-        return -1 if self.value is None else len(self.value)
-
 
 class InMemoryChangelog:
     """A changelog partition in memory: a :class:`~samzapy.stores.changelog.RestorableChangelog`.

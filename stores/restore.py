@@ -32,6 +32,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from samzapy.crashpoints import crash_point
@@ -107,8 +108,14 @@ class _Progress:
         return text
 
 
-def _record_size(record: ChangelogRecord) -> int:
-    return max(record.serialized_key_size, 0) + max(record.serialized_value_size, 0)
+_key_of, _value_of = attrgetter("key"), attrgetter("value")
+
+
+def _batch_bytes(batch: Sequence[ChangelogRecord]) -> int:
+    """Key and value bytes of ``batch`` (a tombstone's value counts 0)."""
+    return sum(map(len, filter(None, map(_key_of, batch)))) + sum(
+        map(len, filter(None, map(_value_of, batch)))
+    )
 
 
 def _merged(
@@ -120,7 +127,7 @@ def _merged(
     pending_bytes = 0
     for batch in batches:
         pending.extend(batch)
-        pending_bytes += sum(map(_record_size, batch))
+        pending_bytes += _batch_bytes(batch)
         if len(pending) >= size or pending_bytes >= max_bytes:
             yield pending, pending_bytes
             pending, pending_bytes = [], 0
@@ -235,7 +242,7 @@ def trim(
         for key, value in zip(keys, raw.get_many(keys), strict=True):
             changelog.send(key, value)
         writes += len(keys)
-        progress.add(len(batch), sum(map(_record_size, batch)))
+        progress.add(len(batch), _batch_bytes(batch))
         crash_point("during-trim")
     if progress.records:
         log.info("%s; %d keys set back to their checkpointed values", progress.line(time.monotonic()), writes)

@@ -27,7 +27,8 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 import kafka
 import kafka.errors as Errors
@@ -44,6 +45,19 @@ except ImportError as _exc:  # pragma: no cover - depends on how aiokafka was in
     _C_IMPORT_ERROR = f"{type(_exc).__name__}: {_exc}"
 
 log = logging.getLogger(__name__)
+
+
+class RawRecord(NamedTuple):
+    """A consumed record reduced to what a reader of a changelog needs (``raw=True`` in
+    :func:`install`): building one costs about half of a ``ConsumerRecord``, which also
+    carries topic, partition, timestamps and sizes. The fields keep ``ConsumerRecord``'s
+    names, so code reading these four takes either."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
 
 #: The name of this fast path in :func:`samzapy.kafka.fast_paths()`.
 NAME = "consumer-decode"
@@ -106,13 +120,15 @@ def on_reason() -> str:
     return f"kafka-python {kafka.__version__} with aiokafka {aiokafka_version()}'s C record decoder"
 
 
-def install(consumer: KafkaConsumer) -> bool:
+def install(consumer: KafkaConsumer, *, raw: bool = False) -> bool:
     """Make ``consumer`` decode eligible fetches with the C decoder; returns whether it did.
-    Only this consumer is affected (nothing in kafka-python is patched globally)."""
+    Only this consumer is affected (nothing in kafka-python is patched globally). ``raw``:
+    the decoded records are :class:`RawRecord`s (fetches the C decoder does not take are
+    still kafka-python's ``ConsumerRecord``s, with the same four fields)."""
     fetcher = getattr(consumer, "_fetcher", None)
     if not available() or not isinstance(fetcher, Fetcher):
         return False
-    fetcher.PartitionRecords = partition_records
+    fetcher.PartitionRecords = partial(partition_records, raw=True) if raw else partition_records
     return True
 
 
@@ -127,9 +143,12 @@ def partition_records(
     aborted_transactions: Any = None,
     metric_aggregator: Any = None,
     on_drain: Any = lambda _records: None,
+    *,
+    raw: bool = False,
 ) -> Fetcher.PartitionRecords:
     """kafka-python's ``PartitionRecords`` constructor, with the same arguments: the fast
-    decoder's records when the fetch is eligible (module docstring), kafka-python's otherwise."""
+    decoder's records when the fetch is eligible (module docstring), kafka-python's otherwise
+    (``raw``: the fast decoder's are :class:`RawRecord`s)."""
     buffer = records._buffer
     eligible = (
         key_deserializer is None
@@ -140,7 +159,7 @@ def partition_records(
     if eligible:
         return DecodedPartitionRecords(
             fetch_offset, tp, buffer, check_crcs=check_crcs,
-            metric_aggregator=metric_aggregator, on_drain=on_drain,
+            metric_aggregator=metric_aggregator, on_drain=on_drain, raw=raw,
         )  # fmt: skip
     return Fetcher.PartitionRecords(
         fetch_offset, tp, records, key_deserializer=key_deserializer,
@@ -187,6 +206,7 @@ class DecodedPartitionRecords(Fetcher.PartitionRecords):
         check_crcs: bool,
         metric_aggregator: Any,
         on_drain: Any,
+        raw: bool = False,
     ) -> None:
         self.fetch_offset = fetch_offset
         self.topic_partition = tp
@@ -202,8 +222,10 @@ class DecodedPartitionRecords(Fetcher.PartitionRecords):
         self._check_crcs = check_crcs
         self._bounds = _batch_bounds(buffer)
         self._next_batch = 0
-        self._decoded: list[ConsumerRecord] = []  # the current batch's records
+        self._raw = raw
+        self._decoded: list[Any] = []  # the current batch's records
         self._taken = 0  # of them
+        self._epoch = -1  # the leader epoch of the batch being handed out
         self._end_offset = fetch_offset
         self._error: Exception | None = None
 
@@ -229,11 +251,18 @@ class DecodedPartitionRecords(Fetcher.PartitionRecords):
         self._end_offset = batch.next_offset
         if batch.is_control_batch:
             return
-        topic, partition = self.topic_partition.topic, self.topic_partition.partition
-        epoch = _LEADER_EPOCH.unpack_from(buffer, start + 12)[0]
+        epoch = self._epoch = _LEADER_EPOCH.unpack_from(buffer, start + 12)[0]
         fetch_offset = self.fetch_offset
-        new_record = ConsumerRecord._make
         append = self._decoded.append
+        if self._raw:
+            new_raw = tuple.__new__
+            for record in batch:
+                offset = record.offset
+                if offset >= fetch_offset:
+                    append(new_raw(RawRecord, (offset, record.key, record.value, record.headers)))
+            return
+        topic, partition = self.topic_partition.topic, self.topic_partition.partition
+        new_record = ConsumerRecord._make
         for record in batch:
             offset = record.offset
             if offset < fetch_offset:
@@ -250,13 +279,14 @@ class DecodedPartitionRecords(Fetcher.PartitionRecords):
     def _batches_left(self) -> bool:
         return self._error is None and self._next_batch < len(self._bounds)
 
-    def take(self, n: int | None = None) -> list[ConsumerRecord]:
+    def take(self, n: int | None = None) -> list[Any]:
         """Up to ``n`` records (all when None) from where the last ``take`` stopped."""
         self._maybe_raise_next_inline_exception()
         if self.record_iterator is None:
             return []
         wanted = len(self._bounds) << 32 if n is None else n  # more than any fetch holds
-        taken: list[ConsumerRecord] = []
+        taken: list[Any] = []
+        epoch = self.leader_epoch  # of the batch the last record taken came from
         while len(taken) < wanted:
             if self._taken == len(self._decoded):
                 if not self._batches_left():
@@ -265,11 +295,10 @@ class DecodedPartitionRecords(Fetcher.PartitionRecords):
                 continue
             stop = min(len(self._decoded), self._taken + wanted - len(taken))
             taken += self._decoded[self._taken : stop]
-            self._taken = stop
+            self._taken, epoch = stop, self._epoch
         if taken:
-            last = taken[-1]
-            self.next_fetch_offset = last.offset + 1
-            self.leader_epoch = last.leader_epoch
+            self.next_fetch_offset = taken[-1].offset + 1
+            self.leader_epoch = epoch
             self.records_read += len(taken)
         if self._taken == len(self._decoded) and not self._batches_left():
             if self._error is None:

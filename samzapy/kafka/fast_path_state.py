@@ -94,11 +94,11 @@ def fast_paths() -> list[FastPath]:
     return [producer_append(), consumer_decode()]
 
 
-def install_decoder(consumer: Any) -> bool:
+def install_decoder(consumer: Any, *, raw: bool = False) -> bool:
     """Make ``consumer`` decode with the C decoder when the decoder is on; returns whether it
-    does (see :func:`samzapy.kafka.fast_decode.install`)."""
+    does (see :func:`samzapy.kafka.fast_decode.install`; ``raw``: into ``RawRecord``s)."""
     module, _ = _decoder_module()
-    return module is not None and bool(module.install(consumer))
+    return module is not None and bool(module.install(consumer, raw=raw))
 
 
 def log_fast_paths() -> None:

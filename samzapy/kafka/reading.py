@@ -27,12 +27,20 @@ IDLE_POLL_MS = 300
 
 
 def reader_consumer(
-    bootstrap_servers: str | list[str], *, c_decoder: bool = True, **overrides: Any
+    bootstrap_servers: str | list[str],
+    *,
+    c_decoder: bool = True,
+    raw_records: bool = False,
+    **overrides: Any,
 ) -> KafkaConsumer:
     """A consumer tuned for bulk reads with manual ``assign()``: no group, no auto commit,
     large fetches, short broker-side waits so that "empty" is learnt quickly, and records
     decoded by the C decoder where it applies (:mod:`samzapy.kafka.fast_decode`; ``c_decoder=False``
-    keeps kafka-python's own, as the benchmarks' raw-consume limit does)."""
+    keeps kafka-python's own, as the benchmarks' raw-consume limit does).
+
+    ``raw_records``: the records a poll returns promise only ``offset``, ``key``, ``value``
+    and ``headers`` (:class:`~samzapy.kafka.fast_decode.RawRecord`s where the C decoder
+    applies, cheaper to build), for readers that need no more, such as restores."""
     settings: dict[str, Any] = {
         "bootstrap_servers": bootstrap_servers,
         "group_id": None,
@@ -47,7 +55,7 @@ def reader_consumer(
     log_fast_paths()
     consumer = KafkaConsumer(**settings)
     if c_decoder:
-        install_decoder(consumer)
+        install_decoder(consumer, raw=raw_records)
     return consumer
 
 

@@ -17,7 +17,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
 from samzapy.kafka import FastPath, fast_decode, fast_paths
-from samzapy.kafka.fast_decode import DecodedPartitionRecords, partition_records
+from samzapy.kafka.fast_decode import DecodedPartitionRecords, RawRecord, partition_records
 
 
 @pytest.fixture(autouse=True)
@@ -67,22 +67,30 @@ def views(count: int, start: int = 0) -> list[tuple]:
     return rows
 
 
-def drain_both(buffer: bytes, fetch_offset: int, chunk: int | None) -> tuple[list, list]:
-    """Take everything from both decoders in chunks; each step is (records, position, epoch)."""
+def drain_both(buffer: bytes, fetch_offset: int, chunk: int | None, raw: bool = False) -> tuple[list, list]:
+    """Take everything from both decoders in chunks; each step is (records, position, epoch).
+    ``raw``: the fast decoder makes ``RawRecord``s, and kafka-python's records are cut to the
+    same four fields."""
     stock = Fetcher.PartitionRecords(fetch_offset, TP, MemoryRecords(buffer))
-    fast = partition_records(fetch_offset, TP, MemoryRecords(buffer))
+    fast = partition_records(fetch_offset, TP, MemoryRecords(buffer), raw=raw)
     assert isinstance(fast, DecodedPartitionRecords)
     steps = []
     for part in (stock, fast):
         taken = []
         while part:
             records = part.take(chunk)
-            taken.append(([tuple(r) for r in records], part.next_fetch_offset, part.leader_epoch))
+            taken.append(([fields(r, raw) for r in records], part.next_fetch_offset, part.leader_epoch))
             if not records and part:
                 records = part.take(chunk)  # kafka-python drains lazily, on the empty take
-                taken.append(([tuple(r) for r in records], part.next_fetch_offset, part.leader_epoch))
+                taken.append(([fields(r, raw) for r in records], part.next_fetch_offset, part.leader_epoch))
         steps.append(taken)
     return steps[0], steps[1]
+
+
+def fields(record: object, raw: bool) -> tuple:
+    if raw:
+        return (record.offset, record.key, record.value, record.headers)  # type: ignore[attr-defined]
+    return tuple(record)  # type: ignore[arg-type]
 
 
 def flatten(steps: list) -> tuple[list, int, int]:
@@ -102,6 +110,26 @@ def test_same_records_positions_and_epochs_as_kafka_python():
     first = flatten(drain_both(buffer, 100, None)[1])[0][3]
     assert first == ("views", 3, 4, 103, 1_700_000_000_003, 0, b"user-3", b'{"page": "/p/3"}',
                      [("trace", b"t3"), ("empty", None)], None, 6, 16, 12)  # fmt: skip
+
+
+@pytest.mark.parametrize("chunk", [None, 7, 1])
+def test_raw_records_carry_the_same_fields_positions_and_epochs(chunk):
+    control = rewrite(batch(150, [(0, b"\x00\x00\x00\x01", b"", [])]), attributes_or=0x20)
+    buffer = (
+        batch(100, views(20), leader_epoch=4)
+        + batch(120, views(30, 20), leader_epoch=5, compression=1)
+        + control
+        + batch(151, views(5, 51), leader_epoch=6)
+    )
+    for fetch_offset in (100, 107, 125, 151):
+        stock, fast = drain_both(buffer, fetch_offset, chunk, raw=True)
+        assert [s for s in fast if s[0]] == [s for s in stock if s[0]]
+        assert fast[-1][1:] == stock[-1][1:] == (156, 6)
+    part = partition_records(100, TP, MemoryRecords(buffer), raw=True)
+    first = part.take(4)[3]
+    assert isinstance(first, RawRecord)
+    assert first == RawRecord(103, b"user-3", b'{"page": "/p/3"}', [("trace", b"t3"), ("empty", None)])
+    assert first._replace(key=None).key is None
 
 
 def test_positions_after_each_take_match():
