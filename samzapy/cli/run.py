@@ -34,7 +34,10 @@ from samzapy.cli.options import config_path_option, one_config_path, overrides_o
 @click.option(
     "--exit-at-end",
     is_flag=True,
-    help="Stop (with a final commit) once every input is processed up to the end it had at start.",
+    help=(
+        "Stop once every input is processed up to the end it had at start, after a last "
+        "window() call on every task and a final commit."
+    ),
 )
 @click.option(
     "--metrics-file",
