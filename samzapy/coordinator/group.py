@@ -40,10 +40,16 @@ from samzapy.coordinator.assignor import LocalState, TaskAssignment, TaskAssigno
 
 log = logging.getLogger(__name__)
 
-#: The member never blocks in its processing loop for long, but a task's restore runs in the
-#: background and a commit may wait out a broker outage: leave the group only on silence
-#: (the session timeout), not on a slow loop.
-MAX_POLL_INTERVAL_MS = 600_000
+#: The rebalance timeout (kafka-python's ``max_poll_interval_ms``) is this many session
+#: timeouts, at least :data:`MIN_REBALANCE_TIMEOUT_MS`. The membership thread rejoins within a
+#: poll (:data:`POLL_MS`) or a revocation's wait (half a session), whatever the container does,
+#: so a short bound costs nothing; it also bounds how long the member waits for a JoinGroup
+#: answer (the timeout plus 5 s). With the 600 s this was before, a member was seen (on the dev
+#: broker, on a loaded machine, about one run in twenty of a test) waiting in its join for over
+#: 90 s, still running the tasks it had, while the rest of the group waited for it; a JoinGroup
+#: is the one request of a join that may take that long unanswered.
+REBALANCE_TIMEOUT_SESSIONS = 3
+MIN_REBALANCE_TIMEOUT_MS = 15_000
 #: One poll of the membership thread (it only carries the group protocol).
 POLL_MS = 200
 #: The member holds its tasks once the broker has not answered a heartbeat for this share of
@@ -72,6 +78,12 @@ class Rebalance:
 
     def __bool__(self) -> bool:
         return bool(self.revoked or self.lost or self.assigned or self.assignment is not None)
+
+
+def rebalance_timeout_ms(session_timeout_ms: int) -> int:
+    """How long the group waits for this member to rejoin in a rebalance, and the member for
+    the answer to its JoinGroup (plus 5 s): see :data:`REBALANCE_TIMEOUT_SESSIONS`."""
+    return max(MIN_REBALANCE_TIMEOUT_MS, REBALANCE_TIMEOUT_SESSIONS * session_timeout_ms)
 
 
 class _Notes(ConsumerRebalanceListener):
@@ -159,7 +171,7 @@ class GroupMembership:
             partition_assignment_strategy=[self.assignor],
             session_timeout_ms=job.session_timeout_ms,
             heartbeat_interval_ms=max(100, job.session_timeout_ms // 5),
-            max_poll_interval_ms=MAX_POLL_INTERVAL_MS,
+            max_poll_interval_ms=rebalance_timeout_ms(job.session_timeout_ms),
             enable_auto_commit=False,
             auto_offset_reset="earliest",
         )

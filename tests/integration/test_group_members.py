@@ -26,6 +26,9 @@ from kafka import KafkaAdminClient
 from support import changelog_counts, create_topic, kill9, start_job, wait_for
 
 from samzapy.checkpoint import read_checkpoints
+from samzapy.config import Config, parse_job_config
+from samzapy.coordinator.assignor import LocalState
+from samzapy.coordinator.group import GroupMembership, rebalance_timeout_ms
 from samzapy.kafka.broker import free_port
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.query import StateClient, StateQueryError
@@ -190,3 +193,28 @@ def test_a_member_answers_queries_for_the_other_members_tasks_through_the_assign
         for process in members.values():
             process.send_signal(signal.SIGTERM)
         assert [members[m].wait(timeout=60) for m in "ab"] == [0, 0]
+
+
+def test_a_member_waits_for_a_join_answer_a_few_sessions_not_ten_minutes(broker):
+    """The rebalance timeout (kafka-python's max_poll_interval_ms) also bounds how long a member
+    waits for its JoinGroup answer (plus 5 s): a few session timeouts."""
+    job = parse_job_config(
+        Config.from_dict(
+            {
+                "job.name": "members",
+                "task.class": "samzapy.task:StreamTask",
+                "task.inputs": "kafka.pageviews",
+                "job.coordinator.factory": "group",
+                "job.coordinator.session.timeout.ms": "6000",
+                "systems.kafka.consumer.bootstrap.servers": broker,
+            }
+        )
+    )
+    member = GroupMembership(job, broker, ["pageviews"], lambda: LocalState())
+    member.start()
+    try:
+        assert member._consumer.config["max_poll_interval_ms"] == 18_000
+    finally:
+        member.close()
+    assert rebalance_timeout_ms(1_000) == 15_000
+    assert rebalance_timeout_ms(45_000) == 135_000
