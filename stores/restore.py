@@ -32,11 +32,11 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from samzapy.crashpoints import crash_point
 from samzapy.errors import RestoreError
+from samzapy.kafka.reading import batch_bytes
 from samzapy.metrics import MetricsGroup
 from samzapy.stores.base import RawStore
 from samzapy.stores.changelog import ChangelogRecord, RestorableChangelog
@@ -108,16 +108,6 @@ class _Progress:
         return text
 
 
-_key_of, _value_of = attrgetter("key"), attrgetter("value")
-
-
-def _batch_bytes(batch: Sequence[ChangelogRecord]) -> int:
-    """Key and value bytes of ``batch`` (a tombstone's value counts 0)."""
-    return sum(map(len, filter(None, map(_key_of, batch)))) + sum(
-        map(len, filter(None, map(_value_of, batch)))
-    )
-
-
 def _merged(
     batches: Iterable[Sequence[ChangelogRecord]], size: int, max_bytes: int = REPLAY_BATCH_BYTES
 ) -> Iterator[tuple[list[ChangelogRecord], int]]:
@@ -127,7 +117,7 @@ def _merged(
     pending_bytes = 0
     for batch in batches:
         pending.extend(batch)
-        pending_bytes += _batch_bytes(batch)
+        pending_bytes += batch_bytes(batch)
         if len(pending) >= size or pending_bytes >= max_bytes:
             yield pending, pending_bytes
             pending, pending_bytes = [], 0
@@ -242,7 +232,7 @@ def trim(
         for key, value in zip(keys, raw.get_many(keys), strict=True):
             changelog.send(key, value)
         writes += len(keys)
-        progress.add(len(batch), _batch_bytes(batch))
+        progress.add(len(batch), batch_bytes(batch))
         crash_point("during-trim")
     if progress.records:
         log.info("%s; %d keys set back to their checkpointed values", progress.line(time.monotonic()), writes)

@@ -14,7 +14,8 @@ check reads the checkpoint topic this way at every commit, and input waits meanw
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from operator import attrgetter
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
@@ -57,6 +58,20 @@ def reader_consumer(
     if c_decoder:
         install_decoder(consumer, raw=raw_records)
     return consumer
+
+
+_key_of, _value_of = attrgetter("key"), attrgetter("value")
+
+
+def batch_bytes(records: Sequence[Any]) -> int:
+    """The key and value bytes of ``records`` (a missing key or a tombstone counts 0)."""
+    keys = sum(map(len, filter(None, map(_key_of, records))))
+    return keys + sum(map(len, filter(None, map(_value_of, records))))
+
+
+def last_values(records: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
+    """(key, value) of each of ``records``, in order (for ``dict.update``: the last one wins)."""
+    return zip(map(_key_of, records), map(_value_of, records), strict=True)
 
 
 def end_offset(consumer: KafkaConsumer, tp: TopicPartition) -> int:

@@ -45,7 +45,6 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import reduce
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +55,6 @@ from samzapy.spark import SparkJobError
 from samzapy.spark.sst import HANDOFFS, SstFile, SstSink, check_ingestible, ingest_store, write_collected
 
 log = logging.getLogger(__name__)
-
-_key_of, _value_of = attrgetter("key"), attrgetter("value")
 
 #: A container restores a store partition with Spark only when its changelog backlog (the
 #: records between its newest usable local checkpoint and the Kafka checkpoint) is at least this.
@@ -517,6 +514,8 @@ class _RangeState:
     def add_unsorted(self, batches: Iterable[list[Any]]) -> None:
         """A whole range at once, in offset order (not sorted by key): the last value of each
         key is kept in memory, then written in key order."""
+        from samzapy.kafka.reading import batch_bytes, last_values
+
         latest: dict[bytes | None, bytes | None] = {}
         for batch in batches:
             if not batch:
@@ -524,10 +523,9 @@ class _RangeState:
             self.first = batch[0].offset if self.first is None else self.first
             self.last = batch[-1].offset
             self.records += len(batch)
-            # Per batch rather than per record: this is most of the work per record.
-            keys, values = list(map(_key_of, batch)), list(map(_value_of, batch))
-            self.bytes += sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values)))
-            latest.update(zip(keys, values, strict=True))
+            # A batch at a time, in C: this is most of the work per record.
+            self.bytes += batch_bytes(batch)
+            latest.update(last_values(batch))
         latest.pop(None, None)  # restore ignores records without a key
         for key in sorted(latest):  # type: ignore[type-var]
             self._key, self._value = key, latest[key]
