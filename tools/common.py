@@ -14,12 +14,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.consumer.fetcher import ConsumerRecord
-
 from samzapy.config import Config, JobConfig, StoreConfig, load_config, parse_job_config
 from samzapy.errors import BadArgumentError, ConfigError, SamzapyError
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
+from samzapy.kafka.reading import batch_bytes
 from samzapy.stores.changelog import KafkaChangelog
 
 
@@ -118,11 +117,6 @@ def changelog_partitions(servers: str, store: StoreConfig, wanted: Sequence[int]
     return sorted(set(wanted)) if wanted else list(range(count))
 
 
-def record_size(record: ConsumerRecord) -> int:
-    """Key plus value bytes of a changelog record (what restore reports as bytes)."""
-    return max(record.serialized_key_size, 0) + max(record.serialized_value_size, 0)
-
-
 class ToolChangelog(KafkaChangelog):
     """A :class:`KafkaChangelog` as the tools read it.
 
@@ -157,12 +151,12 @@ class ToolChangelog(KafkaChangelog):
         """The pinned end, else the true end."""
         return self._pinned_end if self._pinned_end is not None else super().end_offset()
 
-    def read(self, start: int, stop: int | None = None) -> Iterator[list[ConsumerRecord]]:
+    def read(self, start: int, stop: int | None = None) -> Iterator[list[Any]]:
         """Batches from ``start`` to ``stop`` (default: the pinned end, else the true end)."""
         if stop is None:
             stop = self._pinned_end
         for batch in super().read(start, stop):
             self.records_read += len(batch)
             if self._on_batch is not None:
-                self._on_batch(len(batch), sum(map(record_size, batch)))
+                self._on_batch(len(batch), batch_bytes(batch))
             yield batch
