@@ -115,11 +115,13 @@ CASES = {
 }
 
 
-def setup(tmp_path: Path, broker: str, case: str) -> tuple[Path, str]:
-    tag = f"win-{case.replace('+', '-')}"
+def direct_counter(
+    tmp_path: Path, broker: str, tag: str, partitions: int, overrides: dict[str, str]
+) -> tuple[Path, dict]:
+    """The counter in direct mode (input keyed by user, no upstream stage) on a fresh input
+    topic of ``partitions``; its config and topics."""
     topics = {n: f"{n}-{tag}" for n in ("by-user", "counts")}
-    create_topic(broker, topics["by-user"], PARTITIONS)
-    overrides, _ = CASES[case]
+    create_topic(broker, topics["by-user"], partitions)
     config = job_config(
         tmp_path,
         broker,
@@ -129,12 +131,19 @@ def setup(tmp_path: Path, broker: str, case: str) -> tuple[Path, str]:
             "task.inputs": f"kafka.{topics['by-user']}",
             "window.output.stream": f"kafka.{topics['counts']}",
             "window.late.stream": "",
-            "window.allowed.lateness.ms": str(LATENESS),
             "watermark.upstream.tasks": "0",
             **overrides,
         },
     )
     return config, topics
+
+
+def setup(tmp_path: Path, broker: str, case: str) -> tuple[Path, dict]:
+    overrides, _ = CASES[case]
+    tag = f"win-{case.replace('+', '-')}"
+    return direct_counter(
+        tmp_path, broker, tag, PARTITIONS, {"window.allowed.lateness.ms": str(LATENESS), **overrides}
+    )
 
 
 def check(case: str, records: list, broker: str, topics: dict, context: str) -> None:
@@ -274,25 +283,15 @@ def test_exit_at_end_emits_the_windows_its_input_closed_before_the_first_window_
     control records, so only ``window()`` closes windows): the input is read before any timed
     ``window()`` call, and the windows it closed are still emitted, each exactly once, by a
     last ``window()`` before the final commit."""
-    tag = "win-exit-at-end"
-    topics = {n: f"{n}-{tag}" for n in ("by-user", "counts")}
-    create_topic(broker, topics["by-user"], 1)
-    records = views(PageViewSpec(count=2_000, users=20, pages=10, seed=31, span_ms=5 * HOUR))
-    produce_json(broker, topics["by-user"], 1, records)
-    config = job_config(
+    config, topics = direct_counter(
         tmp_path,
         broker,
-        "pageview-counter.properties",
-        tag,
-        {
-            "task.inputs": f"kafka.{topics['by-user']}",
-            "window.output.stream": f"kafka.{topics['counts']}",
-            "window.late.stream": "",
-            "window.allowed.lateness.ms": "0",
-            "watermark.upstream.tasks": "0",
-            "task.window.ms": "600000",
-        },
+        "win-exit-at-end",
+        1,
+        {"window.allowed.lateness.ms": "0", "task.window.ms": "600000"},
     )
+    records = views(PageViewSpec(count=2_000, users=20, pages=10, seed=31, span_ms=5 * HOUR))
+    produce_json(broker, topics["by-user"], 1, records)
     progress = max(v["ts"] for _, v in records)
     want = {rid: m for rid, m in expected_tumbling(records).items() if m["window_end"] <= progress}
     assert len(want) >= 80
