@@ -3,7 +3,7 @@ inspect stores and their changelogs, and restore the stores from those changelog
 ones (:meth:`TaskHarness.restore_stores`). :class:`InMemoryChangelog` is the restorable
 changelog the harness captures into, also usable on its own under ``build_store``.
 
-Example:
+Examples:
     >>> from samzapy.testing import TaskHarness
     >>> from samzapy.jobs.pageview_filter import PageViewFilterTask
     >>> serdes = {"systems.kafka.samza.key.serde": "string", "systems.kafka.samza.msg.serde": "json"}

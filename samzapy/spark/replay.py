@@ -136,16 +136,18 @@ def replay(
 
     Args:
         config: the job's .properties path or :class:`Config`.
-        start, from_time: where each input partition starts (``from_time`` wins).
-        stop, to_time: where it stops, exclusive (``to_time``: after the last record at or
-            before it).
+        start: where each input partition starts (offsets, ``oldest`` or ``latest``).
+        from_time: start at this event time instead (wins over ``start``).
+        stop: where each input partition stops, exclusive.
+        to_time: stop after the last record at or before this time instead (wins over ``stop``).
         output: ``kafka`` or a directory for output files.
         file_format: ``parquet`` or ``avro`` (file output).
         state_dir: where the final stores go (default: ``job.logged.store.base.dir`` in Kafka
             mode, ``<output>/state`` in file mode).
         write_checkpoint: Kafka mode: write the tasks' checkpoints to the checkpoint topic.
         master: Spark master URL (default: spark-submit's, else ``local[*]``).
-        handoff, staging_dir: how SST files reach the driver (:mod:`samzapy.spark.sst`).
+        handoff: how SST files reach the driver (:mod:`samzapy.spark.sst`).
+        staging_dir: where the executors stage SST files for the driver (``handoff``).
 
     Raises:
         SparkJobError: bad ranges, or a task failed (the message names stream, partition and
