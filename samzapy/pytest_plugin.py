@@ -29,6 +29,21 @@ HarnessFactory = Callable[..., TaskHarness]
 _ConfigLike = dict[str, str] | Config | str | Path | None
 
 
+#: Warnings of samzapy's dependencies, not of the code under test: kafka-python 3.0 reads its
+#: protocol schemas with importlib.resources calls deprecated since Python 3.11, about 200 of
+#: them at its first import, which would bury a user's own test summary.
+DEPENDENCY_WARNINGS = (
+    "ignore:read_text is deprecated:DeprecationWarning",
+    "ignore:open_text is deprecated:DeprecationWarning",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Silence :data:`DEPENDENCY_WARNINGS` in the test run that enabled this plugin."""
+    for line in DEPENDENCY_WARNINGS:
+        config.addinivalue_line("filterwarnings", line)
+
+
 @pytest.fixture
 def task_harness() -> Iterator[HarnessFactory]:
     """A factory of :class:`TaskHarness` objects, all closed at the end of the test."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,6 +81,11 @@ def job_env(**extra: str) -> dict[str, str]:
 def job_command(config: Path, *args: str) -> list[str]:
     """The command line that runs ``samzapy run CONFIG ARGS``."""
     return [sys.executable, "-m", "samzapy", "run", str(config), *args]
+
+
+def loud_lines(output: str) -> list[str]:
+    """The WARNING and ERROR log lines of a command's output (a clean run has none: issue 31)."""
+    return [line for line in output.splitlines() if re.search(r" (WARNING|ERROR) ", line)]
 
 
 def run_job(

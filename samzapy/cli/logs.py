@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import logging.config
+import re
 import sys
 import threading
 import time
@@ -95,7 +96,9 @@ class KafkaRepeats(logging.Filter):
         """Whether ``record`` is logged (it may gain a "repeated" note)."""
         if not record.name.startswith("kafka") or record.levelno < logging.WARNING:
             return True
-        key = (record.name, record.levelno, str(record.msg))
+        # numbers and addresses out of the key: some messages come formatted already (a task's
+        # repr and a duration in "blocking the event loop"), each text unique
+        key = (record.name, record.levelno, _NUMBERS.sub("#", str(record.msg)))
         now = time.monotonic()
         with self._lock:
             logged_at, left_out = self._seen.get(key, (None, 0))
@@ -106,6 +109,53 @@ class KafkaRepeats(logging.Filter):
         if left_out:
             record.msg = f"{record.msg} (and {left_out} more like it in the last {self.window_s:.0f} s)"
         return True
+
+
+#: kafka-python records that healthy runs produce, by logger and a piece of the message: a
+#: metadata refresh that a client's close cancelled, a read on a connection the close shut, a
+#: step of its I/O loop slowed by our own work in the same process. They go to DEBUG. A broker
+#: that is really gone is said by samzapy's own retry line (samzapy.kafka.outage, admin),
+#: once per attempt with what to do, not by these.
+KAFKA_HEALTHY_NOISE: dict[str, tuple[str, ...]] = {
+    "kafka.cluster": ("Metadata refresh: failed",),
+    "kafka.net.transport": ("Error receiving network data",),
+    "kafka.net.selector": ("blocking the event loop",),
+}
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
+
+
+def _is_healthy_noise(record: logging.LogRecord) -> bool:
+    pieces = KAFKA_HEALTHY_NOISE.get(record.name, ())
+    text = str(record.msg)
+    if not any(piece in text for piece in pieces):
+        return False
+    if record.name == "kafka.cluster":
+        # only the refresh a close cancelled; a refused or timed-out one stays an error
+        args = record.args if isinstance(record.args, tuple) else ()
+        return any(type(arg).__name__ == "Cancelled" for arg in args)
+    return True
+
+
+class KafkaHealthyNoise(logging.Filter):
+    """Moves :data:`KAFKA_HEALTHY_NOISE` to DEBUG (shown with ``-v`` only).
+
+    A filter on the loggers that create those records (a parent logger's filters do not see a
+    child's records), so the level is changed before any handler compares it with its own.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Always keeps the record; lowers its level when it is healthy-path noise."""
+        if record.levelno > logging.DEBUG and _is_healthy_noise(record):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+def install_kafka_noise_filter() -> None:
+    """Put :class:`KafkaHealthyNoise` on the loggers it is for (once; idempotent)."""
+    for name in KAFKA_HEALTHY_NOISE:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, KafkaHealthyNoise) for f in logger.filters):
+            logger.addFilter(KafkaHealthyNoise())
 
 
 def load_log_config(path: Path) -> None:
@@ -157,6 +207,7 @@ def setup_logging(
         root.removeHandler(handler)
         handler.close()
     repeats = KafkaRepeats()
+    install_kafka_noise_filter()
     if log_config is not None:
         load_log_config(log_config)
         for handler in root.handlers:

@@ -146,7 +146,8 @@ def start(
             raise BrokerError(msg)
         time.sleep(0.05)
     (state_dir / "broker.json").write_text(json.dumps({"pid": info.pid, "port": port, "log": str(log_path)}))
-    log.warning(
+    # INFO, not WARNING: starting it is what 'embedded' asks for; the memory-only note stays
+    log.info(
         "started the embedded dev broker on 127.0.0.1:%d (pid %d): it keeps data in memory "
         "only, everything is lost when it stops",
         port,

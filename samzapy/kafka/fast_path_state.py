@@ -102,11 +102,13 @@ def install_decoder(consumer: Any, *, raw: bool = False) -> bool:
 
 
 def log_fast_paths() -> None:
-    """Log every fast path's state (one INFO line each), once per process."""
+    """Log every fast path's state once per process: one INFO line for each path that is off
+    (the run is slower than it could be, and says why), DEBUG for those that are on (a healthy
+    run's console stays quiet)."""
     global _logged
     with _log_lock:
         if _logged:
             return
         _logged = True
     for path in fast_paths():
-        log.info("fast path %s", path.describe())
+        log.log(logging.DEBUG if path.active else logging.INFO, "fast path %s", path.describe())

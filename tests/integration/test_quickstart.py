@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from support import loud_lines
 
 pytestmark = pytest.mark.integration
 
@@ -21,6 +22,7 @@ def test_quickstart_counts_every_generated_view_once():
     )
 
     assert result.returncode == 0, result.stderr[-3000:]
+    assert loud_lines(result.stdout + result.stderr) == []  # a clean run is quiet (issue 31)
     summary = re.search(
         r"(\d+) views counted \+ (\d+) too late .* = (\d+) of (\d+) generated: (.*)$",
         result.stdout,

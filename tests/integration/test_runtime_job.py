@@ -15,6 +15,7 @@ from support import (
     create_topic,
     header,
     kill9,
+    loud_lines,
     metric_sum,
     produce,
     read_metrics,
@@ -84,6 +85,7 @@ def test_stateless_job_output_is_exact_and_partitioned_like_kafka(tmp_path, brok
     result = run_job(config, "--exit-at-end")
 
     assert result.returncode == 0, result.stderr[-3000:]
+    assert loud_lines(result.stderr) == []  # a clean run is quiet
     seen, records = outputs_by_view(broker)
     assert seen == expected_outputs(views)
     by_id = {v["view_id"]: v for v in views}

@@ -61,10 +61,12 @@ def test_the_state_is_logged_once_per_process(
 ) -> None:
     monkeypatch.setattr(fast_paths_module, "_logged", False)
     monkeypatch.setenv("SAMZAPY_PRODUCER_FAST_PATH", "0")
-    with caplog.at_level(logging.INFO, logger="samzapy.kafka.fast_path_state"):
+    with caplog.at_level(logging.DEBUG, logger="samzapy.kafka.fast_path_state"):
         fast_paths_module.log_fast_paths()
         fast_paths_module.log_fast_paths()
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2
     assert lines[0] == "fast path producer-append: OFF (switched off by SAMZAPY_PRODUCER_FAST_PATH=0)"
     assert lines[1].startswith("fast path consumer-decode: on (kafka-python ")
+    # the path that is off says so on the console (INFO); the one that is on only at DEBUG
+    assert [r.levelno for r in caplog.records] == [logging.INFO, logging.DEBUG]
