@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    from samzapy.spark.replay import replay
+    from samzapy.spark.replay.driver import replay
     from samzapy.spark.session import get_spark
 
     with tempfile.TemporaryDirectory() as name:

@@ -6,7 +6,7 @@ tombstones), then times:
 
 - sequential: ``StorageEngine.restore(K)`` of each partition into an empty directory, one after
   the other (what a container does for its tasks);
-- Spark: :func:`samzapy.spark.bulk_restore.restore_stores` into other directories, ``--jobs``
+- Spark: :func:`samzapy.spark.restore.bulk.restore_stores` into other directories, ``--jobs``
   times in one session (the first job, and the median of the later ones), with the Spark
   session's start-up timed apart from the restore jobs;
 
@@ -115,7 +115,7 @@ def main() -> None:
     n = args.count
     master = args.master or None
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
-    from samzapy.spark.bulk_restore import restore_stores
+    from samzapy.spark.restore.bulk import restore_stores
     from samzapy.spark.session import get_spark
 
     with tempfile.TemporaryDirectory() as tmp:

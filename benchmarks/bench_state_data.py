@@ -5,10 +5,10 @@ The changelog is bench_spark_restore's (N records, default 1,000,000, ~100-byte 
 partitions, keys drawn from N/2, 5 % tombstones), with task checkpoints at its end. Times:
 
 - sequential restore: ``StorageEngine.restore(K)`` of each partition, one after the other;
-- read_state: :func:`samzapy.spark.state_read.read_state` up to the checkpoints, its read
+- read_state: :func:`samzapy.spark.state_data.read.read_state` up to the checkpoints, its read
   pass alone (the executors' read into Spark's cache, what the progress lines show) and the
   call with its typed columns plus a ``count()``;
-- reshard 4 -> 8: :func:`samzapy.spark.reshard.reshard` (read, stage, recreate the changelog,
+- reshard 4 -> 8: :func:`samzapy.spark.state_data.reshard.reshard` (read, stage, recreate the changelog,
   write 8 changelog partitions and stores, checkpoints).
 
 Rates are changelog records read per second (and MB/s of key + value bytes); the Spark
@@ -45,9 +45,9 @@ def main() -> None:
     args = arguments(__doc__, count=(20_000, 200_000, 1_000_000))
     n = args.count
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
-    from samzapy.spark.reshard import reshard
     from samzapy.spark.session import get_spark
-    from samzapy.spark.state_read import read_state
+    from samzapy.spark.state_data.read import read_state
+    from samzapy.spark.state_data.reshard import reshard
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

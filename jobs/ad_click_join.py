@@ -58,11 +58,13 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
 
     @classmethod
     def state_layouts(cls, config: Any) -> dict[str, Any]:
-        """How the stores read as data and move in a reshard (:mod:`samzapy.spark.state_layout`):
+        """How the stores read as data and move in a reshard (:mod:`samzapy.operators.state_layout`):
         the buffers and the expiry index by impression id; ``join-state`` is the task's own
         (the inputs' watermarks, the registry of decided click ids)."""
-        from samzapy.spark.operator_layouts import event_time_entries, registry_entries
-        from samzapy.spark.state_layout import JoinBufferLayout, JoinExpiryLayout, TaskStateLayout
+        from samzapy.operators.event_time import event_time_entries
+        from samzapy.operators.registry import registry_entries
+        from samzapy.operators.state_layout import TaskStateLayout
+        from samzapy.operators.stream_join_layout import JoinBufferLayout, JoinExpiryLayout
 
         buffer = JoinBufferLayout()
         return {

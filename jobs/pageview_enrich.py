@@ -44,7 +44,7 @@ class PageViewEnrichTask(StreamTask, InitableTask):
 
     @classmethod
     def state_layouts(cls, config: Any) -> dict[str, Any]:
-        """How the stores read as data (:mod:`samzapy.spark.state_layout`): with
+        """How the stores read as data (:mod:`samzapy.operators.state_layout`): with
         ``join.time=event``, the versions and the waiting views; else the key-value table."""
         if config.get_str("join.time", "processing") != "event":
             return {}

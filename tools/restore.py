@@ -36,6 +36,8 @@ from samzapy.config import StoreConfig
 from samzapy.errors import SamzapyError, StoreLockedError
 from samzapy.kafka.producer import Producer
 from samzapy.metrics import MetricsRegistry
+from samzapy.ondisk.locks import locked_stores
+from samzapy.progress import NoProgress, Progress
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store, store_dir
@@ -48,8 +50,6 @@ from samzapy.tools.common import (
     changelog_partitions,
     select_stores,
 )
-from samzapy.tools.locks import locked_stores
-from samzapy.tools.progress import NoProgress, Progress
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +268,7 @@ def _build(
 def restore_with_engine(engine: str, setup: JobSetup, path: Path, **options: Any) -> RestoreReport | Any:
     """Dispatch to the restore engine: ``sequential`` (:func:`restore_stores`) or ``spark``.
 
-    ``spark`` calls ``samzapy.spark.bulk_restore.restore_stores(config, path, stores=...,
+    ``spark`` calls ``samzapy.spark.restore.bulk.restore_stores(config, path, stores=...,
     partitions=..., to_checkpoint=...)`` (the Spark issue) and returns what it returns; it
     reports no progress of its own here.
 
@@ -282,9 +282,9 @@ def restore_with_engine(engine: str, setup: JobSetup, path: Path, **options: Any
         msg = f"unknown restore engine '{engine}': use one of {', '.join(ENGINES)}"
         raise BadInputError(msg)
     try:
-        from samzapy.spark import bulk_restore
+        from samzapy.spark.restore import bulk
     except ModuleNotFoundError as exc:
-        if exc.name not in ("samzapy.spark", "samzapy.spark.bulk_restore"):
+        if exc.name not in ("samzapy.spark", "samzapy.spark.restore", "samzapy.spark.restore.bulk"):
             msg = f"--engine spark cannot start: {exc}. Install the extra: pip install 'samzapy[spark]'"
             raise ToolError(msg) from exc
         msg = (
@@ -295,7 +295,7 @@ def restore_with_engine(engine: str, setup: JobSetup, path: Path, **options: Any
     except ImportError as exc:
         msg = f"--engine spark cannot start: {exc}"
         raise ToolError(msg) from exc
-    return bulk_restore.restore_stores(
+    return bulk.restore_stores(
         setup.config,
         path,
         stores=list(options.get("stores", ())) or None,

@@ -5,8 +5,8 @@
     state-storage-tool export --config-path job.properties --store counts --format parquet --path out/
     state-storage-tool reshard --config-path job.properties --partitions 8
 
-The work is done by :mod:`samzapy.spark.state_read`, :mod:`samzapy.spark.state_export` and
-:mod:`samzapy.spark.reshard`; this module only parses and prints. pyspark is imported when a
+The work is done by :mod:`samzapy.spark.state_data.read`, :mod:`samzapy.spark.state_data.export` and
+:mod:`samzapy.spark.state_data.reshard`; this module only parses and prints. pyspark is imported when a
 command runs, with an install hint when it is missing.
 """
 
@@ -71,8 +71,8 @@ def export(
         known = ", ".join(setup.job.stores)
         msg = f"store '{store}' is not in the config {setup.source}: its stores are {known}"
         raise BadInputError(msg)
-    from samzapy.spark.state_export import export_frame
-    from samzapy.spark.state_read import read_state
+    from samzapy.spark.state_data.export import export_frame
+    from samzapy.spark.state_data.read import read_state
 
     frame = read_state(
         _spark(master),
@@ -106,7 +106,7 @@ def reshard(config_path: str, partitions: int, path: Path | None, master: str | 
     rebuilt under PATH and checkpoints written for the new tasks. Stop the job first.
     """
     setup = load_job(config_path)
-    from samzapy.spark.reshard import reshard as run_reshard
+    from samzapy.spark.state_data.reshard import reshard as run_reshard
 
     shown = sys.stderr if progress else None
     stats = run_reshard(setup.config, partitions, base_dir=path, spark=_spark(master), progress=shown)

@@ -21,9 +21,9 @@ import click
 from samzapy.cli.boundary import Group
 from samzapy.cli.logs import setup_logging
 from samzapy.cli.options import config_path_option, logging_options
+from samzapy.progress import Progress
 from samzapy.tools.common import load_job
 from samzapy.tools.keys import render_json, render_text
-from samzapy.tools.progress import Progress
 from samzapy.tools.restore import ENGINES, RestoreReport, restore_with_engine
 from samzapy.tools.verify import MAX_EXAMPLES, VerifyReport, verify_stores
 

@@ -25,6 +25,7 @@ from typing import Any
 from samzapy.config import StoreConfig
 from samzapy.errors import SamzapyError
 from samzapy.metrics import MetricsGroup
+from samzapy.ondisk.secondary import DbLocation, SecondaryDb, locate
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import build_store
@@ -36,7 +37,6 @@ from samzapy.tools.common import (
     select_stores,
 )
 from samzapy.tools.keys import KeyCodec
-from samzapy.tools.reader import DbLocation, SecondaryDb, locate
 
 #: Differences shown per partition (all are counted).
 MAX_EXAMPLES = 20

@@ -18,7 +18,7 @@ from samzapy.cli.options import config_path_option, overrides_option
 
 
 def _offsets(value: str, option: str):  # noqa: ANN202 - an OffsetSpec
-    from samzapy.spark.replay import parse_offsets
+    from samzapy.spark.replay.driver import parse_offsets
 
     try:
         return parse_offsets(value)
@@ -27,7 +27,7 @@ def _offsets(value: str, option: str):  # noqa: ANN202 - an OffsetSpec
 
 
 def _time(value: str | None, option: str) -> int | None:
-    from samzapy.spark.replay import parse_time
+    from samzapy.spark.replay.driver import parse_time
 
     if value is None:
         return None
@@ -105,7 +105,7 @@ def replay(
     start_ms, stop_ms = _time(from_time, "--from-time"), _time(to_time, "--to-time")
     if not logging.getLogger().handlers:  # run alone (spark-submit), not under ``samzapy``
         setup_logging()
-    from samzapy.spark.replay import replay as run_replay
+    from samzapy.spark.replay.driver import replay as run_replay
 
     stats = run_replay(
         load_config(config_path, overrides),

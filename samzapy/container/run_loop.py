@@ -239,7 +239,7 @@ class Container:
         log_start(job, self.container_id, mine, input_counts, found)
         adopt_standby_checkpoints(job, mine)  # a failover restores from the standby's checkpoints
         if any(s.restore_engine == "spark" for s in job.stores.values()):
-            from samzapy.spark.bulk_restore import restore_for_container  # needs the spark extra
+            from samzapy.spark.restore.bulk import restore_for_container  # needs the spark extra
 
             restore_for_container(job, mine, checkpoints)
         serdes = SerdeResolver(job)

@@ -14,22 +14,20 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
-from typing import Any
 
 from samzapy.metrics import MetricsGroup
+from samzapy.operators.dedup_layout import BUCKETS_TAG, IDS_TAG, MAX_TAG, DedupLayout
 from samzapy.operators.keys import MAX_MS, MIN_MS, decode_ms, encode_ms, prefix_end
 from samzapy.stores.base import KeyValueStore
 
 _HEADER = struct.Struct(">QI")
 
 
-def state_layout(namespace: bytes = b"") -> Any:
+def state_layout(namespace: bytes = b"") -> DedupLayout:
     """How the store of a :class:`Deduplicator` with ``namespace`` reads as data and moves in a
-    reshard, for a task's ``state_layouts`` (:class:`samzapy.spark.operator_layouts.DedupLayout`:
+    reshard, for a task's ``state_layouts`` (:class:`~samzapy.operators.dedup_layout.DedupLayout`:
     ids, their buckets and the largest time; the ids are copied to every new task that may
     receive the old task's keys)."""
-    from samzapy.spark.operator_layouts import DedupLayout
-
     return DedupLayout(namespace)
 
 
@@ -156,9 +154,9 @@ class Deduplicator:
         self._bucket_ms = -(-ttl_ms // buckets)
         self._too_old_answer = too_old_is_duplicate
         self._ids, self._buckets, self._max_key = (
-            namespace + b"\x00di",
-            namespace + b"\x00db",
-            namespace + b"\x00dm",
+            namespace + IDS_TAG,
+            namespace + BUCKETS_TAG,
+            namespace + MAX_TAG,
         )
         self._template = BloomFilter.for_capacity(max(64, expected_items), fp_rate)
         self._filters: dict[int, BloomFilter] = {}

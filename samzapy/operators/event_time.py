@@ -39,6 +39,7 @@ import orjson
 
 from samzapy.errors import TaskError
 from samzapy.operators.keys import MAX_MS, MIN_MS, decode_u64, encode_u64
+from samzapy.operators.state_layout import ALL, MAX, MIN, SUM, TaskEntries
 from samzapy.operators.watermark import Watermark
 from samzapy.stores.base import KeyValueStore
 from samzapy.streams import SystemStream
@@ -300,6 +301,23 @@ class StoredCounter:
     def inc(self, n: int = 1) -> None:
         """Add ``n``."""
         self._store.put(self._key, encode_u64(self.value + n))
+
+
+def event_time_entries(namespace: bytes = b"et") -> tuple[TaskEntries, ...]:
+    """:class:`EventTime`'s entries in a layout's task-own entries: the watermark and each
+    source's progress (a reshard keeps the smallest, ``min``), each source's idle flag (kept
+    only where every old task had it, ``all``)."""
+    return (TaskEntries(namespace, MIN, b"\x00wm"), TaskEntries(namespace + b":", ALL, b"\x00id"))
+
+
+def sequence_entries(namespace: bytes = b"sq") -> tuple[TaskEntries, ...]:
+    """:class:`SequenceDedup`'s last sequence per source (a reshard keeps the largest, ``max``)."""
+    return (TaskEntries(namespace + b"\x00", MAX),)
+
+
+def counter_entries(key: bytes) -> tuple[TaskEntries, ...]:
+    """A :class:`StoredCounter` at ``key`` (a reshard adds the old tasks' counts, ``sum``)."""
+    return (TaskEntries(key, SUM),)
 
 
 def input_streams(inputs: Iterable[SystemStream]) -> list[str]:

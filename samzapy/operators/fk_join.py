@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from samzapy.metrics import MetricsGroup
+from samzapy.operators.fk_layout import SUBSCRIPTION_TAG, ForeignKeySubscriptionLayout
 from samzapy.operators.joins import Joiner, TableChange
 from samzapy.operators.keys import decode_u64, encode_u64, escape, key_prefix_end
 from samzapy.serdes import Serde, StringSerde
 from samzapy.stores.base import KeyValueStore
-
-_TAG = b"\x00fk"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +107,9 @@ def state_layouts(
 ) -> dict[str, Any]:
     """How the join's stores read as data, for a task's ``state_layouts``: the subscription
     store by foreign key, left key and version
-    (:class:`samzapy.spark.operator_layouts.ForeignKeySubscriptionLayout`); the left and right
+    (:class:`~samzapy.operators.fk_layout.ForeignKeySubscriptionLayout`); the left and right
     tables are key-value stores of the job's serdes and need no entry. ``reshard_refusal``:
     why a reshard must not move the state (e.g. versions that are input offsets)."""
-    from samzapy.spark.operator_layouts import ForeignKeySubscriptionLayout
-
     layout = ForeignKeySubscriptionLayout(namespace, key_serde, foreign_key_serde, reshard_refusal)
     return {subscription_store: layout}
 
@@ -219,7 +216,7 @@ class ForeignKeyRight:
         self._subscriptions = subscription_store
         self._key_serde = key_serde or StringSerde()
         self._fk_serde = foreign_key_serde or StringSerde()
-        self._prefix = namespace + _TAG
+        self._prefix = namespace + SUBSCRIPTION_TAG
 
     def subscribe(self, subscription: Subscription) -> Response | None:
         """Record (or with ``version=None`` remove) a subscription; the response to send

@@ -12,7 +12,21 @@ from __future__ import annotations
 
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.keys import MIN_MS, decode_ms, encode_ms, until_inclusive
+from samzapy.operators.state_layout import COPY, MAX, TaskEntries
 from samzapy.stores.base import KeyValueStore
+
+IDS_TAG, GC_TAG, MAX_TAG = b"\x00ri", b"\x00rg", b"\x00rm"
+
+
+def registry_entries(namespace: bytes = b"") -> tuple[TaskEntries, ...]:
+    """:class:`JoinRegistry`'s entries in a layout's task-own entries: registered ids and their
+    GC index (a reshard copies them to every new task that may receive the old task's keys,
+    ``copy``), the largest time registered (``max``)."""
+    return (
+        TaskEntries(namespace + IDS_TAG, COPY),
+        TaskEntries(namespace + GC_TAG, COPY),
+        TaskEntries(namespace + MAX_TAG, MAX),
+    )
 
 
 class JoinRegistry:
@@ -50,9 +64,9 @@ class JoinRegistry:
             raise ValueError(msg)
         self._store = store
         self.retention_ms = retention_ms
-        self._ids = namespace + b"\x00ri"
-        self._gc = namespace + b"\x00rg"
-        self._max_key = namespace + b"\x00rm"
+        self._ids = namespace + IDS_TAG
+        self._gc = namespace + GC_TAG
+        self._max_key = namespace + MAX_TAG
         stored = store.get(self._max_key)
         self._max_time = MIN_MS if stored is None else decode_ms(stored)
         self._too_old = metrics.counter("registry-too-old") if metrics is not None else None

@@ -19,11 +19,10 @@ import orjson
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.aggregators import json_encode
 from samzapy.operators.keys import MIN_MS, decode_ms, encode_ms, escape, unescape, until_inclusive
+from samzapy.operators.stream_join_layout import MATCHED, UNMATCHED
 from samzapy.operators.watermark import Watermark
 from samzapy.output_ids import join_id
 from samzapy.stores.base import KeyValueStore
-
-_UNMATCHED, _MATCHED = b"\x00", b"\x01"
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +132,7 @@ class StreamStreamJoin:
                 return [self._unmatched(side, key, time_ms, value, record_id)]
             return matches
         store = self._stores[side]
-        flag = _MATCHED if matches else _UNMATCHED
+        flag = MATCHED if matches else UNMATCHED
         if not matches and self._emits[side]:
             old = store.get(skey)
             flag = old[:1] if old is not None else flag
@@ -162,8 +161,8 @@ class StreamStreamJoin:
                 results.append(self._result(key, value, other_value, t, other_time, rid, other_id))
             else:
                 results.append(self._result(key, other_value, value, other_time, t, other_id, rid))
-            if stored[:1] == _UNMATCHED and self._emits[other]:
-                store.put(okey, _MATCHED + stored[1:])
+            if stored[:1] == UNMATCHED and self._emits[other]:
+                store.put(okey, MATCHED + stored[1:])
         return results
 
     def _result(
@@ -197,7 +196,7 @@ class StreamStreamJoin:
             side, skey = ikey[8:9], ikey[9:]
             if self._emits[side]:
                 stored = self._stores[side].get(skey)
-                if stored is not None and stored[:1] == _UNMATCHED:
+                if stored is not None and stored[:1] == UNMATCHED:
                     results.append(self._unmatched_from_key(side, skey, self._decode(stored[1:])))
             deletes[side].append(skey)
         for side, keys in deletes.items():

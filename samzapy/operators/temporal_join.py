@@ -29,11 +29,12 @@ from typing import Any
 import orjson
 
 from samzapy.operators.keys import MAX_MS, MIN_MS, decode_ms, encode_ms, prefix_end, until_inclusive
+from samzapy.operators.state_layout import SharedLayout
+from samzapy.operators.temporal_layout import BUFFER_TAG, ENDED_TAG, TemporalBufferLayout
+from samzapy.operators.versioned_layout import VersionedLayout
 from samzapy.stores.base import KeyValueStore
 from samzapy.stores.versioned import VersionedStore
 
-BUFFER_TAG = b"\x00jb"
-ENDED_TAG = b"\x00je"
 #: Buffered records released per store scan.
 RELEASE_BATCH = 10_000
 
@@ -42,11 +43,9 @@ def state_layouts(
     table_store: str, buffer_store: str, *, table_namespace: bytes = b"", buffer_namespace: bytes = b""
 ) -> dict[str, Any]:
     """How the join's stores read as data and move in a reshard, for a task's
-    ``state_layouts``: the versioned table (:class:`samzapy.spark.operator_layouts.VersionedLayout`)
-    and the buffer of waiting records (``TemporalBufferLayout``); one ``SharedLayout`` when
-    both live in one store."""
-    from samzapy.spark.operator_layouts import SharedLayout, TemporalBufferLayout, VersionedLayout
-
+    ``state_layouts``: the versioned table (:class:`~samzapy.operators.versioned_layout.VersionedLayout`)
+    and the buffer of waiting records (:class:`~samzapy.operators.temporal_layout.TemporalBufferLayout`);
+    one :class:`~samzapy.operators.state_layout.SharedLayout` when both live in one store."""
     table, buffer = VersionedLayout(table_namespace), TemporalBufferLayout(buffer_namespace)
     if table_store == buffer_store:
         return {table_store: SharedLayout((table, buffer))}

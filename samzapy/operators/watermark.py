@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from samzapy.operators.keys import MIN_MS, decode_ms, encode_ms
+from samzapy.operators.state_layout import MIN, TaskEntries
 from samzapy.stores.base import KeyValueStore
 
 _KEY = b"\x00wm"
+
+
+def watermark_entries(namespace: bytes = b"") -> tuple[TaskEntries, ...]:
+    """A :class:`Watermark`'s entry in a layout's task-own entries: a reshard keeps the
+    smallest of the old tasks' watermarks (``min``)."""
+    return (TaskEntries(namespace + _KEY, MIN),)
 
 
 class Watermark:

@@ -20,16 +20,37 @@ Times are :func:`~samzapy.operators.keys.encode_ms` (8 bytes, sorting like the n
 A store written by an older samzapy holds fixed windows in the session layout:
 :func:`migrate_fixed` moves them (once, when the operator is built).
 
+How these entries read as data (:class:`WindowLayout`, a layout of
+:mod:`samzapy.operators.state_layout`): fixed windows become ``kind='window'`` rows with the
+user key, window start and end and the aggregate; session windows ``kind='session'``;
+early-firing markers ``kind='early_marker'`` (the marked window, no aggregate); the task's own
+bookkeeping (watermarks, dedup sequences, counters) ``kind='internal'`` rows with the stored
+key and value escaped as text.
+
 >>> k = fixed_key(b"\\x00wt", 7_200_000, b"alice", 3_600_000)
 >>> decode_fixed_key(k, 3)
 (b'alice', 3600000, 7200000)
+>>> from samzapy.operators.state_layout import SUM, TaskEntries
+>>> layout = WindowLayout(b"cw", own=(TaskEntries(b"\\x00late", SUM),))
+>>> row = layout.decode(fixed_key(b"cw\\x00wt", 7_200_000, b"ann", 3_600_000), b"3")
+>>> row["kind"], row["key_json"], row["window_start"], row["window_end"], row["value_json"]
+('window', '"ann"', 3600000, 7200000, '3')
+>>> layout.partition_key(fixed_key(b"cw\\x00wt", 7_200_000, b"ann", 3_600_000), b"3")
+b'ann'
+>>> layout.merge_rule(b"\\x00late", b"")
+'sum'
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import islice
+from typing import Any
 
+from samzapy.operators.emission import DIRTY_TAG
 from samzapy.operators.keys import decode_ms, encode_ms, escape, prefix_end, unescape
+from samzapy.operators.state_layout import TaskEntries, rule_of
+from samzapy.store_codec import escaped_text, json_or_bytes, readable, to_json
 from samzapy.stores.base import KeyValueStore
 
 FIXED_TAG = b"\x00wt"
@@ -80,3 +101,73 @@ def migrate_fixed(store: KeyValueStore[bytes, bytes], namespace: bytes) -> int:
 def _first(store: KeyValueStore[bytes, bytes], prefix: bytes, limit: int) -> list[tuple[bytes, bytes]]:
     with store.range(prefix, prefix_end(prefix)) as entries:
         return [(e.key, e.value) for e in islice(entries, limit)]
+
+
+@dataclass(frozen=True)
+class WindowLayout:
+    """A :class:`~samzapy.operators.windows.WindowedAggregation` store with ``namespace``
+    (module doc); aggregates are the JSON the default aggregators encode. ``own`` names the
+    task's own entries that share the store (watermarks, sequences, counters: the operators'
+    ``*_entries`` helpers) and how a reshard combines them."""
+
+    namespace: bytes
+    own: tuple[TaskEntries, ...] = ()
+
+    def decode(self, key: bytes, value: bytes, following: bytes | None = None) -> dict[str, Any]:
+        """The row of one entry (:data:`~samzapy.operators.state_layout.ROW_FIELDS`)."""
+        fixed, session = self.namespace + FIXED_TAG, self.namespace + SESSION_TAG
+        if key.startswith(fixed):
+            user, start, end = decode_fixed_key(key, len(fixed))
+            return _window_row("window", user, start, end, value)
+        if key.startswith(session):
+            user, offset = unescape(key, len(session))
+            return _window_row("session", user, decode_ms(key, offset), decode_ms(value), value[8:])
+        marked = self._marked(key)
+        if marked is not None and marked.startswith(fixed):
+            user, start, end = decode_fixed_key(marked, len(fixed))
+            return _window_row("early_marker", user, start, end, b"null")
+        if marked is not None:  # a session's marker: its end is in the session's entry
+            user, offset = unescape(marked, len(session))
+            return _window_row("early_marker", user, decode_ms(marked, offset), None, b"null")
+        return {
+            "kind": "internal",
+            "key_json": to_json(escaped_text(key)),
+            "window_start": None,
+            "window_end": None,
+            "value_json": to_json(escaped_text(value)),
+        }
+
+    def partition_key(self, key: bytes, value: bytes) -> bytes | None:
+        """The window's key; ``None`` for the task's own entries."""
+        fixed, session = self.namespace + FIXED_TAG, self.namespace + SESSION_TAG
+        if key.startswith(fixed):
+            return decode_fixed_key(key, len(fixed))[0]
+        if key.startswith(session):
+            return unescape(key, len(session))[0]
+        if key.startswith(self.namespace + SESSION_INDEX_TAG):
+            return unescape(key, len(self.namespace + SESSION_INDEX_TAG) + 8)[0]
+        marked = self._marked(key)
+        return None if marked is None else self.partition_key(marked, b"")
+
+    def merge_rule(self, key: bytes, value: bytes) -> str | None:
+        """How a reshard combines a task-own entry (``own``)."""
+        return rule_of(self.own, key)
+
+    def _marked(self, key: bytes) -> bytes | None:
+        """The window store key an early-firing marker names (``None``: not a marker)."""
+        marker = self.namespace + DIRTY_TAG
+        if not key.startswith(marker):
+            return None
+        window = key[len(marker) :]
+        tags = (self.namespace + FIXED_TAG, self.namespace + SESSION_TAG)
+        return window if window.startswith(tags) else None
+
+
+def _window_row(kind: str, user: bytes, start: int, end: int | None, aggregate: bytes) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "key_json": to_json(readable(user)),
+        "window_start": start,
+        "window_end": end,
+        "value_json": to_json(json_or_bytes(aggregate)),
+    }

@@ -28,7 +28,11 @@ LOCAL_DEFAULTS = {
 }
 #: What an executor's Python imports for samzapy's jobs; a new session's warm-up imports it
 #: in every worker, so the first job does not pay for it.
-EXECUTOR_MODULES = ("samzapy.spark.bulk_restore", "samzapy.spark.state_read", "samzapy.spark.replay_task")
+EXECUTOR_MODULES = (
+    "samzapy.spark.restore.bulk",
+    "samzapy.spark.state_data.read",
+    "samzapy.spark.replay.partition",
+)
 INSTALL_HINT = "PySpark is not installed: install samzapy's spark extra (pip install 'samzapy[spark]')"
 
 

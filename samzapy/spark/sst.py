@@ -64,7 +64,7 @@ def check_ingestible(config: StoreConfig, *, ttl_ok: bool = False) -> None:
 
     ``ttl_ok``: a store with ``rocksdb.ttl.ms`` is fine (:class:`SstSink` writes its values with
     RocksDB's write time, as its TTL mode stores them). The state writes
-    (:mod:`samzapy.spark.state_write`) pass it; the bulk restore does not take TTL stores yet
+    (:mod:`samzapy.spark.state_data.write`) pass it; the bulk restore does not take TTL stores yet
     (not tested there), and restores them sequentially.
     """
     if config.engine != "rocksdb":

@@ -357,7 +357,7 @@ def test_bad_input_against_the_broker_exits_2_with_its_message(history, tmp_path
 
 def _spark_available() -> bool:
     try:
-        from samzapy.spark import bulk_restore  # noqa: F401
+        from samzapy.spark.restore import bulk  # noqa: F401
     except ImportError:
         return False
     return True

@@ -13,7 +13,7 @@ from support import consume_all, write_config
 
 from samzapy.errors import SerdeError
 from samzapy.serdes import AvroSerde
-from samzapy.spark.migrate import migrate_avro_schema
+from samzapy.spark.state_data.migrate import migrate_avro_schema
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))  # jobs_suppo
 
 from test_jobs_event_time_join import views_first  # noqa: E402
 
-from samzapy.spark.replay import replay  # noqa: E402
+from samzapy.spark.replay.driver import replay  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

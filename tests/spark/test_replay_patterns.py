@@ -53,8 +53,8 @@ from samzapy.generate import (  # noqa: E402
     settings,
 )
 from samzapy.operators.event_time import CONTROL_HEADER, LINEAGE_HEADER  # noqa: E402
-from samzapy.spark.replay import replay  # noqa: E402
-from samzapy.spark.sinks import read_outputs  # noqa: E402
+from samzapy.spark.replay.driver import replay  # noqa: E402
+from samzapy.spark.replay.sinks import read_outputs  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -27,7 +27,7 @@ from test_spark_restore import store_items  # noqa: E402
 
 from samzapy.config import load_config, parse_job_config  # noqa: E402
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json  # noqa: E402
-from samzapy.spark.replay import replay  # noqa: E402
+from samzapy.spark.replay.driver import replay  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

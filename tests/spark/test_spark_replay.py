@@ -13,8 +13,8 @@ from test_spark_restore import _env, store_items
 
 from samzapy.generate import PageViewSpec, pageviews, produce_json
 from samzapy.kafka.admin import TopicAdmin
-from samzapy.spark.replay import replay
-from samzapy.spark.sinks import read_outputs
+from samzapy.spark.replay.driver import replay
+from samzapy.spark.replay.sinks import read_outputs
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

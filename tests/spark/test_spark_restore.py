@@ -16,7 +16,7 @@ from samzapy.config import load_config, parse_job_config
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.producer import Producer
 from samzapy.metrics import MetricsGroup
-from samzapy.spark.bulk_restore import restore_stores
+from samzapy.spark.restore.bulk import restore_stores
 from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
 from samzapy.stores.rocksdb import RocksDBStore

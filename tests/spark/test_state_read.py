@@ -20,8 +20,8 @@ from support import create_topic  # noqa: E402
 
 from samzapy.generate import produce_json, profiles, settings  # noqa: E402
 from samzapy.operators.window_layout import decode_fixed_key  # noqa: E402
-from samzapy.spark.state_layout import escaped_text  # noqa: E402
-from samzapy.spark.state_read import read_state  # noqa: E402
+from samzapy.spark.state_data.read import read_state  # noqa: E402
+from samzapy.store_codec import escaped_text  # noqa: E402
 from samzapy.tools.read_rocksdb import main as read_rocksdb_tool  # noqa: E402
 from samzapy.tools.state_storage import main as state_storage_tool  # noqa: E402
 

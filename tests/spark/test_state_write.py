@@ -16,8 +16,8 @@ from state_support import (
 )
 from support import create_topic, read_store
 
-from samzapy.spark.state_read import read_state
-from samzapy.spark.state_write import write_state
+from samzapy.spark.state_data.read import read_state
+from samzapy.spark.state_data.write import write_state
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

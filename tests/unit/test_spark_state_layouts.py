@@ -20,22 +20,24 @@ from test_operators_support import SortedDictStore  # noqa: E402
 
 from samzapy.operators.dedup import Deduplicator  # noqa: E402
 from samzapy.operators.dedup import state_layout as dedup_layout  # noqa: E402
-from samzapy.operators.event_time import EventTime, SequenceDedup, StoredCounter  # noqa: E402
+from samzapy.operators.event_time import (  # noqa: E402
+    EventTime,
+    SequenceDedup,
+    StoredCounter,
+    counter_entries,
+    event_time_entries,
+    sequence_entries,
+)
 from samzapy.operators.fk_join import ForeignKeyRight, Subscription  # noqa: E402
 from samzapy.operators.fk_join import state_layouts as fk_layouts  # noqa: E402
 from samzapy.operators.keys import encode_ms, encode_u64  # noqa: E402
-from samzapy.operators.registry import JoinRegistry  # noqa: E402
+from samzapy.operators.registry import JoinRegistry, registry_entries  # noqa: E402
+from samzapy.operators.state_layout import TaskStateLayout  # noqa: E402
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin  # noqa: E402
 from samzapy.operators.temporal_join import state_layouts as temporal_layouts  # noqa: E402
+from samzapy.operators.window_layout import WindowLayout  # noqa: E402
 from samzapy.spark import SparkJobError  # noqa: E402
-from samzapy.spark.operator_layouts import (  # noqa: E402
-    counter_entries,
-    event_time_entries,
-    registry_entries,
-    sequence_entries,
-)
-from samzapy.spark.reshard_own import feeders, merge, targets  # noqa: E402
-from samzapy.spark.state_layout import TaskStateLayout, WindowLayout  # noqa: E402
+from samzapy.spark.state_data.reshard_own import feeders, merge, targets  # noqa: E402
 from samzapy.stores.memory import InMemoryStore  # noqa: E402
 from samzapy.stores.versioned import VersionedStore  # noqa: E402
 
@@ -45,11 +47,17 @@ CONFIG_DIR = Path(__file__).parents[2] / "config"
 @pytest.mark.parametrize(
     "name",
     [
-        "samzapy.spark.state_layout",
-        "samzapy.spark.operator_layouts",
-        "samzapy.spark.reshard_own",
+        "samzapy.operators.state_layout",
+        "samzapy.operators.window_layout",
+        "samzapy.operators.stream_join_layout",
+        "samzapy.operators.dedup_layout",
+        "samzapy.operators.fk_layout",
+        "samzapy.operators.versioned_layout",
+        "samzapy.operators.temporal_layout",
+        "samzapy.store_codec",
+        "samzapy.spark.state_data.reshard_own",
         "samzapy.spark.sst",
-        "samzapy.spark.state_read",
+        "samzapy.spark.state_data.read",
     ],
 )
 def test_docstring_examples(name: str) -> None:
@@ -230,7 +238,7 @@ def test_merge_rules() -> None:
 
 def test_the_router_refuses_a_task_own_entry_without_a_rule_naming_store_and_entry() -> None:
     pa = pytest.importorskip("pyarrow")
-    from samzapy.spark.reshard import _Router
+    from samzapy.spark.state_data.reshard import _Router
 
     batch = pa.RecordBatch.from_pydict(
         {"store": ["join-state"], "partition": [2], "key_bytes": [b"x\x00y"], "value_bytes": [b"1"]}
@@ -248,7 +256,7 @@ def test_the_router_refuses_a_task_own_entry_without_a_rule_naming_store_and_ent
 
 
 def test_reshard_refuses_the_foreign_key_join_before_changing_anything() -> None:
-    from samzapy.spark.reshard import reshard
+    from samzapy.spark.state_data.reshard import reshard
 
     with pytest.raises(SparkJobError, match="store 'fk-subscriptions' cannot be resharded: the foreign-key"):
         reshard(CONFIG_DIR / "order-customer-join.properties", 3)

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 from rocksdict import Options, Rdict
 
-from samzapy.tools.locks import is_locked
+from samzapy.ondisk.locks import is_locked
 from samzapy.tools.read_rocksdb import main as tool
 from samzapy.tools.reader import RocksDbKeyValueReader
 

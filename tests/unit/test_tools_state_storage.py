@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from samzapy.tools.progress import Progress
+from samzapy.progress import Progress
 from samzapy.tools.state_storage import main as tool
 
 
@@ -77,21 +77,21 @@ def test_a_config_without_logged_stores_exits_2(tmp_path):
 
 
 def _spark_package(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """samzapy.spark, or an empty stand-in where the Spark issue has not landed."""
+    """samzapy.spark.restore, or an empty stand-in where it cannot be imported."""
     try:
-        import samzapy.spark as package
+        import samzapy.spark.restore as package
     except ImportError:
-        package = types.ModuleType("samzapy.spark")
+        package = types.ModuleType("samzapy.spark.restore")
         package.__path__ = []  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, "samzapy.spark", package)
+        monkeypatch.setitem(sys.modules, "samzapy.spark.restore", package)
     return package
 
 
 def test_engine_spark_says_it_is_not_available_while_the_spark_engine_is_missing(
     config, tmp_path, monkeypatch
 ):
-    monkeypatch.setitem(sys.modules, "samzapy.spark.bulk_restore", None)  # import fails: not there
-    monkeypatch.delattr(_spark_package(monkeypatch), "bulk_restore", raising=False)
+    monkeypatch.setitem(sys.modules, "samzapy.spark.restore.bulk", None)  # import fails: not there
+    monkeypatch.delattr(_spark_package(monkeypatch), "bulk", raising=False)
     result = invoke("restore", "--config-path", config, "--path", tmp_path / "out", "--engine", "spark")
     assert result.exit_code == 2
     assert "not available yet: the Spark engine arrives with the Spark issue" in result.stderr
@@ -107,10 +107,10 @@ def test_engine_spark_calls_the_spark_bulk_restore_when_present(config, tmp_path
         calls.append((config.source, target_dir, options))
         return Stats()
 
-    fake = types.ModuleType("samzapy.spark.bulk_restore")
+    fake = types.ModuleType("samzapy.spark.restore.bulk")
     fake.restore_stores = restore_stores  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "samzapy.spark.bulk_restore", fake)
-    monkeypatch.setattr(_spark_package(monkeypatch), "bulk_restore", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "samzapy.spark.restore.bulk", fake)
+    monkeypatch.setattr(_spark_package(monkeypatch), "bulk", fake, raising=False)
     out = tmp_path / "out"
     result = invoke(
         "restore",
@@ -137,7 +137,7 @@ class FakeTerminal(io.StringIO):
 
 def test_progress_draws_a_bar_on_a_terminal_and_plain_lines_otherwise(monkeypatch):
     clock = iter(range(0, 1000, 10))
-    monkeypatch.setattr("samzapy.tools.progress.time.monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr("samzapy.progress.time.monotonic", lambda: float(next(clock)))
     bar_out = FakeTerminal()
     bar = Progress("restore", stream=bar_out)
     bar.begin(1000)
@@ -165,7 +165,7 @@ def test_progress_never_begun_prints_nothing():
     assert out.getvalue() == ""
 
 
-@pytest.mark.parametrize("module", ["samzapy.tools.keys", "samzapy.tools.progress"])
+@pytest.mark.parametrize("module", ["samzapy.tools.keys", "samzapy.progress"])
 def test_the_tools_doctests_pass(module):
     import doctest
     import importlib

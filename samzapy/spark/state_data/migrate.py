@@ -5,7 +5,7 @@ the local stores, so that a job deployed with a new value format starts on migra
 checkpoint), calls ``fn(key, value)`` on every entry in the executors (objects decoded with the
 store's serdes, or with ``decode``), encodes what it returns (with ``encode``, default the
 store's serde; ``None`` deletes the key) and writes the result as
-:func:`samzapy.spark.state_write.rewrite_partitions` does: changelog, SSTs, local
+:func:`samzapy.spark.state_data.write.rewrite_partitions` does: changelog, SSTs, local
 checkpoints, task checkpoints. Keys stay in their tasks.
 
 :func:`migrate_avro_schema` is the Avro case: values written with the old writer schema are
@@ -28,7 +28,7 @@ from typing import Any
 from samzapy.config import Config
 from samzapy.serdes import AvroSerde, Serde, SerdeResolver
 from samzapy.spark import SparkJobError
-from samzapy.spark.state_write import ENTRY_SCHEMA, WriteStats, entry_arrow_schema, rewrite_partitions
+from samzapy.spark.state_data.write import ENTRY_SCHEMA, WriteStats, entry_arrow_schema, rewrite_partitions
 
 
 def migrate_state(
@@ -57,10 +57,10 @@ def migrate_state(
             the Spark job failed (the changelog may then hold part of the migration: run it
             again only if ``fn`` accepts values it already migrated).
     """
+    from samzapy.operators.state_layout import KeyValueLayout
     from samzapy.spark.session import get_spark
-    from samzapy.spark.state_layout import KeyValueLayout
-    from samzapy.spark.state_read import changelog_sources, job_of, raw_frame
-    from samzapy.spark.state_write import _logged_store, task_count
+    from samzapy.spark.state_data.read import changelog_sources, job_of, raw_frame
+    from samzapy.spark.state_data.write import _logged_store, task_count
 
     raw_config, job = job_of(config)
     target = _logged_store(job, store)
@@ -87,7 +87,7 @@ def migrate_avro_schema(
         SparkJobError: the store's values are not Avro, or a value cannot be resolved into
             the new schema (e.g. a new field without a default).
     """
-    from samzapy.spark.state_read import job_of
+    from samzapy.spark.state_data.read import job_of
 
     _, job = job_of(config)
     if store not in job.stores:

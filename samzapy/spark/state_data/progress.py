@@ -1,5 +1,5 @@
 """Progress of a Spark state read: records, MB, rate and ETA, as the bulk restore and the state
-tools report them (:func:`samzapy.tools.progress.describe`).
+tools report them (:func:`samzapy.progress.describe`).
 
 The executors count what they read into two Spark accumulators; Spark sends an accumulator's
 updates when a task ends, so the figures move one finished store partition at a time (a
@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from samzapy.tools.progress import describe
+from samzapy.progress import describe
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Write a state DataFrame (:func:`samzapy.spark.state_read.read_state`) to files.
+"""Write a state DataFrame (:func:`samzapy.spark.state_data.read.read_state`) to files.
 
 ``parquet`` and ``json`` are Spark's own writers (a directory of ``part-*`` files). ``avro``:
 there is no spark-avro jar on these machines, so each Spark partition is written by fastavro

@@ -4,11 +4,11 @@ For a job stopped at the end of its input whose input topics now have M partitio
 fewer than its N tasks), every entry of every logged store moves to the task that will
 receive its key under M: the task ``partition_for_key(partition_key, M)`` of the job's own
 partitioner, where the partition key comes from the store's layout
-(:mod:`samzapy.spark.state_layout`: the key itself for stores keyed by the input key, the
+(:mod:`samzapy.operators.state_layout`: the key itself for stores keyed by the input key, the
 user key inside a window, or the hook ``stores.<store>.partition.key``). An entry that
 belongs to no key (a task's own watermark, registry of ids, counter) goes to the new tasks
 that may receive the old task's keys, combined there by the rule its layout names
-(:mod:`samzapy.spark.reshard_own`).
+(:mod:`samzapy.spark.state_data.reshard_own`).
 
 Steps, in order:
 
@@ -22,7 +22,7 @@ Steps, in order:
    partitions, and the dev broker cannot add them);
 4. combine the tasks' own entries, and write all entries: changelog partitions, SST files
    ingested into ``<base>/<store>/Partition_<0..M-1>`` with local checkpoints
-   (:mod:`samzapy.spark.state_write`); the store partitions ``M..N-1`` are deleted from disk:
+   (:mod:`samzapy.spark.state_data.write`); the store partitions ``M..N-1`` are deleted from disk:
    no task will see their keys again;
 5. write checkpoints for tasks ``0..M-1`` (the new changelog offsets; an input offset is
    kept only where the input partition still holds at least that many records, so a topic
@@ -45,8 +45,8 @@ from typing import Any, TextIO
 from samzapy.config import Config, JobConfig
 from samzapy.config.model import StoreConfig
 from samzapy.spark import SparkJobError
-from samzapy.spark.reshard_own import ROUTED_SCHEMA, merged_entries
-from samzapy.spark.state_write import WriteStats, rewrite_partitions
+from samzapy.spark.state_data.reshard_own import ROUTED_SCHEMA, merged_entries
+from samzapy.spark.state_data.write import WriteStats, rewrite_partitions
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +91,10 @@ def reshard(
             what state things are in).
     """
     from samzapy.kafka.broker import resolve_bootstrap_servers
+    from samzapy.operators.state_layout import layout_for
     from samzapy.spark.session import get_spark
-    from samzapy.spark.state_layout import layout_for
-    from samzapy.spark.state_progress import SparkProgress
-    from samzapy.spark.state_read import changelog_sources, job_of, planned, raw_frame
+    from samzapy.spark.state_data.progress import SparkProgress
+    from samzapy.spark.state_data.read import changelog_sources, job_of, planned, raw_frame
 
     started = time.perf_counter()
     if partitions < 1:
@@ -134,8 +134,8 @@ def reshard(
             f"reshard failed after the changelogs were recreated: {exc}. The state is staged in "
             f"{staging} (Parquet, columns store/partition/key/value/rule/old: the keys' entries with "
             f"their new partitions, the tasks' own entries with their old task and merge rule, "
-            f"{old_tasks} old tasks): write it with samzapy.spark.reshard_own.merged_entries and "
-            "samzapy.spark.state_write.rewrite_partitions"
+            f"{old_tasks} old tasks): write it with samzapy.spark.state_data.reshard_own.merged_entries and "
+            "samzapy.spark.state_data.write.rewrite_partitions"
         )
         raise SparkJobError(msg) from exc
     _drop_old_partitions(base, stores, partitions, old_tasks)
@@ -219,7 +219,7 @@ class _Router:
 
     @staticmethod
     def _rule(store: str, layout: Any, key: bytes, value: bytes) -> str:
-        from samzapy.spark.state_layout import escaped_text
+        from samzapy.store_codec import escaped_text
 
         rule: str | None = layout.merge_rule(key, value)
         if rule is None:
@@ -227,7 +227,7 @@ class _Router:
                 f"store '{store}' holds the entry {escaped_text(key)} that belongs to no key (a task's "
                 f"own state) and that its layout ({type(layout).__name__}) does not say how to combine "
                 "across tasks: it cannot be moved. Declare it in the task's state_layouts "
-                f"(samzapy.spark.state_layout.TaskEntries), or name a function that gives its partition "
+                f"(samzapy.operators.state_layout.TaskEntries), or name a function that gives its partition "
                 f"key with stores.{store}.partition.key"
             )
             raise SparkJobError(msg)

@@ -4,7 +4,7 @@ A key's entries move to the task that owns the key under the new count. A task's
 (its watermarks, the registry of ids it has decided, its counters) belong to no key, yet the
 new tasks need them: they describe the keys the task held. So each goes to the new tasks that
 may receive those keys, and where several old tasks send one, they are combined by the rule
-the store's layout names (:class:`~samzapy.spark.state_layout.TaskEntries`).
+the store's layout names (:class:`~samzapy.operators.state_layout.TaskEntries`).
 
 **Which old tasks feed a new task.** The job's partitioner puts a key with hash ``h`` in task
 ``h mod N``; under the new count in ``h mod M``. Both hold for some ``h`` exactly when the two
@@ -56,8 +56,8 @@ from math import gcd
 from typing import Any
 
 from samzapy.operators.keys import decode_u64, encode_u64
+from samzapy.operators.state_layout import ALL, COPY, MAX, MERGE_RULES, MIN, SUM
 from samzapy.spark import SparkJobError
-from samzapy.spark.state_layout import ALL, COPY, MAX, MERGE_RULES, MIN, SUM
 
 #: Routed rows of a reshard: a key's entry has its new ``partition`` and no ``rule``; a task's
 #: own entry has ``partition`` -1, its ``rule`` and the ``old`` task it came from.
@@ -95,10 +95,10 @@ def merge(rule: str, values: list[bytes], contributors: int, expected: int) -> b
 
 def merged_entries(staged: Any, old_tasks: int, new_tasks: int) -> Any:
     """The task-own rows of ``staged`` (:data:`ROUTED_SCHEMA`) sent to their new tasks and
-    combined, as rows of :data:`~samzapy.spark.state_write.ENTRY_SCHEMA`."""
+    combined, as rows of :data:`~samzapy.spark.state_data.write.ENTRY_SCHEMA`."""
     from pyspark.sql import functions as F
 
-    from samzapy.spark.state_write import ENTRY_SCHEMA
+    from samzapy.spark.state_data.write import ENTRY_SCHEMA
 
     own = staged.filter(F.col("rule").isNotNull())
     spread = own.mapInArrow(_Spread(old_tasks, new_tasks), ROUTED_SCHEMA)
@@ -135,7 +135,7 @@ class _Merge:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        from samzapy.spark.state_write import entry_arrow_schema
+        from samzapy.spark.state_data.write import entry_arrow_schema
 
         schema = entry_arrow_schema()
         group: list[dict[str, Any]] = []

@@ -2,7 +2,7 @@
 
 One codebase for streaming and reprocessing: each Spark partition runs one task of the job
 (task N reads partition N of every input, Samza's GroupByPartition) through the container's
-``TaskInstance`` and ``TaskCollector`` (:mod:`samzapy.spark.replay_task`), so outputs carry the
+``TaskInstance`` and ``TaskCollector`` (:mod:`samzapy.spark.replay.partition`), so outputs carry the
 same ``samzapy.id`` headers and bytes as the streaming run's.
 
 The driver:
@@ -43,7 +43,7 @@ from typing import Any
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import Config, JobConfig, load_config, parse_job_config
 from samzapy.spark import SparkJobError
-from samzapy.spark.replay_task import InputRange, ReplaySettings, TaskPlan, run_partition
+from samzapy.spark.replay.partition import InputRange, ReplaySettings, TaskPlan, run_partition
 from samzapy.spark.sst import HANDOFFS, SstFile, ingest_store, write_collected
 from samzapy.streams import SystemStream, SystemStreamPartition
 

@@ -2,9 +2,9 @@
 changelog, as local stores a job adopts without a replay, and in its checkpoints.
 
 :func:`write_state` routes each row to the task that owns its key (the job's partitioner over
-the store's layout's partition key: :mod:`samzapy.spark.state_layout`), encodes it with the
+the store's layout's partition key: :mod:`samzapy.operators.state_layout`), encodes it with the
 store's serdes, and hands the rows to :func:`rewrite_partitions`, which
-:mod:`samzapy.spark.reshard` and :mod:`samzapy.spark.migrate` use too. For each store
+:mod:`samzapy.spark.state_data.reshard` and :mod:`samzapy.spark.state_data.migrate` use too. For each store
 partition (one Spark task each, rows sorted by key) it:
 
 1. reads the changelog partition's live keys (last value per key, to the true end);
@@ -42,10 +42,10 @@ from typing import Any
 
 from samzapy.config import Config, JobConfig
 from samzapy.config.model import StoreConfig
+from samzapy.operators.state_layout import KeyValueLayout, layout_for
 from samzapy.spark import SparkJobError
-from samzapy.spark.bulk_restore import RESULT_SCHEMA, PartitionStats, _ingest, _result_schema, _Target
+from samzapy.spark.restore.bulk import RESULT_SCHEMA, PartitionStats, _ingest, _result_schema, _Target
 from samzapy.spark.sst import SstSink, check_ingestible
-from samzapy.spark.state_layout import KeyValueLayout, layout_for
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def write_state(
         SparkJobError: the store is not logged RocksDB with a key-value layout, a key appears
             twice, a value does not fit the serde, or the Spark job failed.
     """
-    from samzapy.spark.state_read import job_of
+    from samzapy.spark.state_data.read import job_of
 
     raw_config, job = job_of(config)
     target = _logged_store(job, store)
@@ -290,7 +290,7 @@ class _PartitionRewrite:
     """One store partition being rewritten (module doc, steps 1-3)."""
 
     def __init__(self, store: StoreConfig, partition: int, producer: Any, rewriter: _Rewriter) -> None:
-        from samzapy.spark.state_read import latest_values
+        from samzapy.spark.state_data.read import latest_values
 
         assert store.changelog is not None
         self.store, self.partition, self.producer = store, partition, producer

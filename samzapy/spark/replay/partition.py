@@ -138,7 +138,7 @@ def run_replay_task(plan: TaskPlan, settings: ReplaySettings) -> dict[str, Any]:
 
 def _sink(settings: ReplaySettings, partition: int, job: Any) -> Any:
     if settings.output_dir is not None:
-        from samzapy.spark.sinks import FileOutputs
+        from samzapy.spark.replay.sinks import FileOutputs
 
         return FileOutputs(settings.output_dir, partition, settings.file_format)
     from samzapy.kafka.producer import Producer

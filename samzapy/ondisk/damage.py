@@ -27,7 +27,7 @@ from typing import Any
 from rocksdict import AccessType, Options, Rdict
 
 from samzapy.errors import StorageFailure
-from samzapy.tools.locks import is_locked
+from samzapy.ondisk.locks import is_locked
 
 _MANIFEST_NAME = re.compile(r"^MANIFEST-\d+$")
 _SST_IN_TEXT = re.compile(r"([^\s:,]+\.sst)")

@@ -11,7 +11,7 @@ Two sources, the same rows:
   running job's stores can be read. The directory must be visible to the executors (always
   in ``local[*]``; a shared mount on a cluster).
 
-Columns: ``store, task, partition``, then the layout's (:mod:`samzapy.spark.state_layout`):
+Columns: ``store, task, partition``, then the layout's (:mod:`samzapy.operators.state_layout`):
 ``key`` (typed from the JSON of the decoded key), for window stores ``kind, window_start,
 window_end, aggregate``; the value's fields as columns when the values are JSON/Avro records
 (a field named like a column above becomes ``value_<name>``), else one ``value`` column. The
@@ -37,9 +37,10 @@ from typing import Any, TextIO
 
 from samzapy.config import Config, JobConfig, load_config, parse_job_config
 from samzapy.config.model import StoreConfig
+from samzapy.operators.state_layout import ROW_FIELDS, KeyValueLayout, Layout, layout_for
+from samzapy.operators.window_layout import WindowLayout
 from samzapy.spark import SparkJobError
-from samzapy.spark.state_layout import ROW_FIELDS, KeyValueLayout, Layout, WindowLayout, layout_for
-from samzapy.spark.state_progress import SparkProgress, planned_records
+from samzapy.spark.state_data.progress import SparkProgress, planned_records
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ def read_state(
         partitions: only these tasks (default: all).
         raw: add the stored bytes as ``key_bytes`` and ``value_bytes``.
         progress: where the read's progress lines go (records, MB, rate, ETA; default: the
-            log at INFO): :mod:`samzapy.spark.state_progress`.
+            log at INFO): :mod:`samzapy.spark.state_data.progress`.
 
     Raises:
         SparkJobError: unknown store or source, no changelog, nothing on disk.
@@ -160,7 +161,7 @@ def changelog_sources(
 ) -> list[StateSource]:
     """The changelog partitions of ``store`` to read, with their stop offsets."""
     from samzapy.kafka.broker import resolve_bootstrap_servers
-    from samzapy.spark.bulk_restore import _targets
+    from samzapy.spark.restore.bulk import _targets
 
     if store.changelog is None:
         msg = f"store '{store.name}' has no changelog (stores.{store.name}.changelog): read it from disk"
@@ -183,7 +184,7 @@ def changelog_sources(
 
 def disk_sources(base: Path, store: StoreConfig, partitions: list[int] | None) -> list[StateSource]:
     """The ``Partition_<N>`` directories of ``store`` under ``base``."""
-    from samzapy.tools.reader import locate
+    from samzapy.ondisk.secondary import locate
 
     try:
         found = locate(base, store.name)
@@ -342,7 +343,7 @@ def latest_values(
 
 def disk_entries(path: str, ttl: bool) -> Iterator[tuple[bytes, bytes]]:
     """Every entry of one store partition on disk (a secondary instance: no lock taken)."""
-    from samzapy.tools.reader import DbLocation, SecondaryDb
+    from samzapy.ondisk.secondary import DbLocation, SecondaryDb
 
     with SecondaryDb(DbLocation(None, Path(path)), ttl=ttl) as db:
         yield from db.entries()
