@@ -34,7 +34,7 @@ from samzapy.operators.event_time import (
     control_of,
     lineage_header,
 )
-from samzapy.operators.keys import MIN_MS
+from samzapy.operators.key_encoding import MIN_MS
 
 _NOT_FORWARDED = {ID_HEADER, LINEAGE_HEADER, CONTROL_HEADER}
 

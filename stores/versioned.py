@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from samzapy.operators.keys import MAX_MS, MIN_MS, decode_ms, encode_ms, escape
+from samzapy.operators.key_encoding import MAX_MS, MIN_MS, decode_ms, encode_ms, escape
 from samzapy.stores.base import KeyValueStore
 
 VERSION_TAG = b"\x00vv"

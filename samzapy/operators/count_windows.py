@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from samzapy.operators.aggregators import Aggregator
 from samzapy.operators.emission import EarlyFiring, early_id
-from samzapy.operators.keys import decode_ms, decode_u64, encode_ms, encode_u64, escape, unescape
+from samzapy.operators.key_encoding import decode_ms, decode_u64, encode_ms, encode_u64, escape, unescape
 from samzapy.operators.windows import Added, WindowResult
 from samzapy.stores.base import KeyValueStore
 

@@ -17,7 +17,7 @@ import struct
 
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.dedup_layout import BUCKETS_TAG, IDS_TAG, MAX_TAG, DedupLayout
-from samzapy.operators.keys import MAX_MS, MIN_MS, decode_ms, encode_ms, prefix_end
+from samzapy.operators.key_encoding import MAX_MS, MIN_MS, decode_ms, encode_ms, prefix_end
 from samzapy.stores.base import KeyValueStore
 
 _HEADER = struct.Struct(">QI")

@@ -12,7 +12,7 @@ of its time bucket), ``kind='bucket_entry'`` (the same per bucket, the index the
 carries its id, not the key it was routed by): a reshard copies them into every new task that
 may receive the old task's keys, and keeps the largest time.
 
->>> from samzapy.operators.keys import encode_ms
+>>> from samzapy.operators.key_encoding import encode_ms
 >>> layout = DedupLayout(b"dd")
 >>> layout.decode(b"dd" + IDS_TAG + b"id-7", encode_ms(60_000))["value_json"]
 '{"bucket":60000}'
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from samzapy.operators.keys import decode_ms
+from samzapy.operators.key_encoding import decode_ms
 from samzapy.operators.state_layout import COPY, MAX, record_row, unknown_row
 from samzapy.store_codec import readable
 

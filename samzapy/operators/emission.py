@@ -27,7 +27,7 @@ from hashlib import blake2b
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from samzapy.operators.keys import prefix_end
+from samzapy.operators.key_encoding import prefix_end
 from samzapy.stores.base import KeyValueStore
 
 if TYPE_CHECKING:

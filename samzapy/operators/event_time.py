@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 
 from samzapy.errors import TaskError
-from samzapy.operators.keys import MAX_MS, MIN_MS, decode_u64, encode_u64
+from samzapy.operators.key_encoding import MAX_MS, MIN_MS, decode_u64, encode_u64
 from samzapy.operators.state_layout import ALL, MAX, MIN, SUM, TaskEntries
 from samzapy.operators.watermark import Watermark
 from samzapy.stores.base import KeyValueStore

@@ -36,7 +36,7 @@ from typing import Any, Literal
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.fk_layout import SUBSCRIPTION_TAG, ForeignKeySubscriptionLayout
 from samzapy.operators.joins import Joiner, TableChange
-from samzapy.operators.keys import decode_u64, encode_u64, escape, key_prefix_end
+from samzapy.operators.key_encoding import decode_u64, encode_u64, escape, key_prefix_end
 from samzapy.serdes import Serde, StringSerde
 from samzapy.stores.base import KeyValueStore
 

@@ -5,7 +5,7 @@ and how it reads as data (a layout of :mod:`samzapy.operators.state_layout`).
 :class:`ForeignKeySubscriptionLayout` shows them as ``kind='subscription'`` rows, ``key`` the
 foreign key, ``left_key`` and ``version``; they move by the foreign key.
 
->>> from samzapy.operators.keys import encode_u64, escape
+>>> from samzapy.operators.key_encoding import encode_u64, escape
 >>> row = ForeignKeySubscriptionLayout().decode(SUBSCRIPTION_TAG + escape(b"c-1") + b"o-9", encode_u64(3))
 >>> row["key_json"], row["value_json"]
 ('"c-1"', '{"left_key":"o-9","version":3}')
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from samzapy.operators.keys import decode_u64, unescape
+from samzapy.operators.key_encoding import decode_u64, unescape
 from samzapy.operators.state_layout import decode_with, record_row, unknown_row
 from samzapy.serdes import Serde, StringSerde
 

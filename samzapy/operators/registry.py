@@ -11,7 +11,7 @@ Store layout (one ``KeyValueStore[bytes, bytes]``, under ``namespace``):
 from __future__ import annotations
 
 from samzapy.metrics import MetricsGroup
-from samzapy.operators.keys import MIN_MS, decode_ms, encode_ms, until_inclusive
+from samzapy.operators.key_encoding import MIN_MS, decode_ms, encode_ms, until_inclusive
 from samzapy.operators.state_layout import COPY, MAX, TaskEntries
 from samzapy.stores.base import KeyValueStore
 

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.aggregators import Aggregator
 from samzapy.operators.emission import EarlyFiring, early_id
-from samzapy.operators.keys import decode_ms, encode_ms, escape, unescape, until_inclusive
+from samzapy.operators.key_encoding import decode_ms, encode_ms, escape, unescape, until_inclusive
 from samzapy.operators.watermark import Watermark
 from samzapy.operators.windows import Added, WindowResult
 from samzapy.output_ids import window_id

@@ -18,7 +18,7 @@ import orjson
 
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.aggregators import json_encode
-from samzapy.operators.keys import MIN_MS, decode_ms, encode_ms, escape, unescape, until_inclusive
+from samzapy.operators.key_encoding import MIN_MS, decode_ms, encode_ms, escape, unescape, until_inclusive
 from samzapy.operators.stream_join_layout import MATCHED, UNMATCHED
 from samzapy.operators.watermark import Watermark
 from samzapy.output_ids import join_id

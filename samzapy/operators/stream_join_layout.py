@@ -10,7 +10,7 @@
 ``kind='expiry'`` rows (``close_at``, ``side``, ``event_time``, ``record_id``). Both move by
 the join key.
 
->>> from samzapy.operators.keys import encode_ms, escape
+>>> from samzapy.operators.key_encoding import encode_ms, escape
 >>> row = JoinBufferLayout().decode(escape(b"ad-1") + encode_ms(5) + b"r1", MATCHED + b'{"n":1}')
 >>> row["key_json"], row["value_json"]
 ('"ad-1"', '{"event_time":5,"record_id":"r1","matched":true,"value":{"n":1}}')
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from samzapy.operators.keys import decode_ms, unescape
+from samzapy.operators.key_encoding import decode_ms, unescape
 from samzapy.operators.state_layout import record_row
 from samzapy.store_codec import json_or_bytes, readable
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from samzapy.operators.keys import MAX_MS, MIN_MS, decode_ms, encode_ms, prefix_end, until_inclusive
+from samzapy.operators.key_encoding import MAX_MS, MIN_MS, decode_ms, encode_ms, prefix_end, until_inclusive
 from samzapy.operators.state_layout import SharedLayout
 from samzapy.operators.temporal_layout import BUFFER_TAG, ENDED_TAG, TemporalBufferLayout
 from samzapy.operators.versioned_layout import VersionedLayout

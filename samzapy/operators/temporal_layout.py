@@ -9,7 +9,7 @@ encoding (the tags the join writes under) and how it reads as data (a layout of
 :class:`TemporalBufferLayout` shows them as ``kind='buffered'`` rows (``key``, ``event_time``,
 ``ref`` and ``record``, the waiting stream record) and ``kind='table_ended'``.
 
->>> from samzapy.operators.keys import encode_ms
+>>> from samzapy.operators.key_encoding import encode_ms
 >>> row = TemporalBufferLayout().decode(BUFFER_TAG + encode_ms(7) + b"r1", b'["6b",{"n":1}]')
 >>> row["key_json"], row["value_json"]
 ('"k"', '{"event_time":7,"ref":"r1","record":{"n":1}}')
@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from samzapy.operators.keys import decode_ms
+from samzapy.operators.key_encoding import decode_ms
 from samzapy.operators.state_layout import ALL, record_row, unknown_row
 from samzapy.store_codec import readable
 

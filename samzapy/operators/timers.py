@@ -6,7 +6,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from samzapy.operators.keys import MIN_MS, decode_time_key, encode_ms, encode_time_key, until_inclusive
+from samzapy.operators.key_encoding import (
+    MIN_MS,
+    decode_time_key,
+    encode_ms,
+    encode_time_key,
+    until_inclusive,
+)
 from samzapy.operators.watermark import Watermark
 from samzapy.stores.base import KeyValueStore
 
@@ -39,7 +45,7 @@ class TimerService:
         * Timers set while handling fired timers fire at the next :meth:`fire_due` call.
 
     Implementation: store keys are ``namespace + tag + time + key`` (time-first, see
-    :mod:`samzapy.operators.keys`), so the due timers are one range scan; nothing is kept in
+    :mod:`samzapy.operators.key_encoding`), so the due timers are one range scan; nothing is kept in
     memory, so the service works unchanged after a restore.
     """
 

@@ -8,7 +8,7 @@ store's own encoding (:data:`~samzapy.stores.versioned.VERSION_TAG`,
 (``time``: the largest timestamp put). Versions move by their key; the observed time is a
 progress, combined by a reshard as a watermark is (``min``).
 
->>> from samzapy.operators.keys import encode_ms, escape
+>>> from samzapy.operators.key_encoding import encode_ms, escape
 >>> key = VERSION_TAG + escape(b"k") + encode_ms(10)
 >>> later = VERSION_TAG + escape(b"k") + encode_ms(20)
 >>> row = VersionedLayout().decode(key, b"\\x01" + b'"v1"', following=later)
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from samzapy.operators.keys import decode_ms, unescape
+from samzapy.operators.key_encoding import decode_ms, unescape
 from samzapy.operators.state_layout import MIN, record_row, unknown_row
 from samzapy.store_codec import json_or_bytes, readable
 from samzapy.stores.versioned import TIME_TAG, VERSION_TAG

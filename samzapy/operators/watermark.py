@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from samzapy.operators.keys import MIN_MS, decode_ms, encode_ms
+from samzapy.operators.key_encoding import MIN_MS, decode_ms, encode_ms
 from samzapy.operators.state_layout import MIN, TaskEntries
 from samzapy.stores.base import KeyValueStore
 
@@ -25,7 +25,7 @@ class Watermark:
           the store is restored to exactly the checkpointed state, the watermark after a crash
           equals the one after the checkpointed input, and replaying that input moves it the
           same way again.
-        * Before any event, ``current`` is :data:`~samzapy.operators.keys.MIN_MS`.
+        * Before any event, ``current`` is :data:`~samzapy.operators.key_encoding.MIN_MS`.
 
     The store is a ``KeyValueStore[bytes, bytes]``; the watermark uses one key
     (``namespace + b"\\x00wm"``), so it may share a store with other operators given

@@ -16,7 +16,7 @@ new event must find the sessions of its key::
     namespace + 0x00 'ww' + escape(key) + start  ->  end + encoded aggregate
     namespace + 0x00 'we' + end + escape(key) + start  ->  b""   (index of ends)
 
-Times are :func:`~samzapy.operators.keys.encode_ms` (8 bytes, sorting like the numbers).
+Times are :func:`~samzapy.operators.key_encoding.encode_ms` (8 bytes, sorting like the numbers).
 A store written by an older samzapy holds fixed windows in the session layout:
 :func:`migrate_fixed` moves them (once, when the operator is built).
 
@@ -48,7 +48,7 @@ from itertools import islice
 from typing import Any
 
 from samzapy.operators.emission import DIRTY_TAG
-from samzapy.operators.keys import decode_ms, encode_ms, escape, prefix_end, unescape
+from samzapy.operators.key_encoding import decode_ms, encode_ms, escape, prefix_end, unescape
 from samzapy.operators.state_layout import TaskEntries, rule_of
 from samzapy.store_codec import escaped_text, json_or_bytes, readable, to_json
 from samzapy.stores.base import KeyValueStore

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.aggregators import Aggregator
 from samzapy.operators.emission import EarlyFiring, early_id
-from samzapy.operators.keys import (
+from samzapy.operators.key_encoding import (
     MIN_MS,
     decode_ms,
     encode_ms,

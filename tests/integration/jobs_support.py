@@ -16,7 +16,7 @@ from support import consume_all, header, kill9, run_job, start_job, write_config
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import load_config, parse_job_config
 from samzapy.kafka.reading import read_partition, reader_consumer
-from samzapy.operators.keys import decode_ms
+from samzapy.operators.key_encoding import decode_ms
 
 CONFIG_DIR = Path(__file__).parents[2] / "config"
 

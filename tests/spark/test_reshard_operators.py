@@ -34,7 +34,7 @@ from support import create_topic, read_metrics  # noqa: E402
 
 from samzapy.generate import produce_end_of_stream, produce_json  # noqa: E402
 from samzapy.kafka.partitioner import partition_for_key  # noqa: E402
-from samzapy.operators.keys import decode_ms  # noqa: E402
+from samzapy.operators.key_encoding import decode_ms  # noqa: E402
 from samzapy.spark.state_data.read import read_state  # noqa: E402
 from samzapy.spark.state_data.reshard_own import feeders  # noqa: E402
 from samzapy.tools.state_storage import main as state_storage_tool  # noqa: E402

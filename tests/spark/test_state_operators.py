@@ -33,7 +33,7 @@ from jobs_support import run_to_end  # noqa: E402
 
 from samzapy.generate import produce_json  # noqa: E402
 from samzapy.kafka.partitioner import partition_for_key  # noqa: E402
-from samzapy.operators.keys import decode_ms, decode_u64, unescape  # noqa: E402
+from samzapy.operators.key_encoding import decode_ms, decode_u64, unescape  # noqa: E402
 from samzapy.spark.state_data.read import read_state  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

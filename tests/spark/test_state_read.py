@@ -223,7 +223,7 @@ def test_stream_join_buffers_read_as_records_equal_to_the_scan(tmp_path, broker,
     impressions and its expiry index read as records; its own state (watermarks, registry) as
     internal text."""
     from samzapy.generate import AdSpec, ads
-    from samzapy.operators.keys import decode_ms, unescape
+    from samzapy.operators.key_encoding import decode_ms, unescape
 
     tag = f"rs-ad-{abs(hash(topic_name)) % 10**6}"
     topics = {name: f"{name}-{tag}" for name in ("impressions", "clicks", "joined", "unjoined")}

@@ -17,7 +17,7 @@ from samzapy.operators.event_time import (
     end_of_stream_record,
     lineage_header,
 )
-from samzapy.operators.keys import MAX_MS, MIN_MS
+from samzapy.operators.key_encoding import MAX_MS, MIN_MS
 from samzapy.testing import TaskHarness
 
 CONFIG = Path(__file__).parents[2] / "config"

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_operators_support import SortedDictStore  # noqa: E402
 
-from samzapy.operators.keys import (  # noqa: E402
+from samzapy.operators.key_encoding import (  # noqa: E402
     MIN_MS,
     decode_window_key,
     encode_ms,

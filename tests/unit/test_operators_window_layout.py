@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_operators_support import SortedDictStore  # noqa: E402
 
 from samzapy.operators.aggregators import count, json_encode  # noqa: E402
-from samzapy.operators.keys import encode_ms, escape  # noqa: E402
+from samzapy.operators.key_encoding import encode_ms, escape  # noqa: E402
 from samzapy.operators.watermark import Watermark  # noqa: E402
 from samzapy.operators.window_layout import fixed_key, migrate_fixed  # noqa: E402
 from samzapy.operators.windows import (  # noqa: E402

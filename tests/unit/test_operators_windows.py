@@ -13,7 +13,7 @@ from test_operators_support import SortedDictStore  # noqa: E402
 
 from samzapy.metrics import MetricsGroup  # noqa: E402
 from samzapy.operators.aggregators import count, max_of, min_of, reduce, sum_of  # noqa: E402
-from samzapy.operators.keys import encode_ms  # noqa: E402
+from samzapy.operators.key_encoding import encode_ms  # noqa: E402
 from samzapy.operators.watermark import Watermark  # noqa: E402
 from samzapy.operators.windows import (  # noqa: E402
     HoppingWindows,

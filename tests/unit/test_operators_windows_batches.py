@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_operators_support import SortedDictStore  # noqa: E402
 
 from samzapy.operators.aggregators import count  # noqa: E402
-from samzapy.operators.keys import encode_ms, escape  # noqa: E402
+from samzapy.operators.key_encoding import encode_ms, escape  # noqa: E402
 from samzapy.operators.watermark import Watermark  # noqa: E402
 from samzapy.operators.windows import (  # noqa: E402
     SessionWindows,

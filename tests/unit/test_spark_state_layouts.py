@@ -30,7 +30,7 @@ from samzapy.operators.event_time import (  # noqa: E402
 )
 from samzapy.operators.fk_join import ForeignKeyRight, Subscription  # noqa: E402
 from samzapy.operators.fk_join import state_layouts as fk_layouts  # noqa: E402
-from samzapy.operators.keys import encode_ms, encode_u64  # noqa: E402
+from samzapy.operators.key_encoding import encode_ms, encode_u64  # noqa: E402
 from samzapy.operators.registry import JoinRegistry, registry_entries  # noqa: E402
 from samzapy.operators.state_layout import TaskStateLayout  # noqa: E402
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin  # noqa: E402

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_operators_support import SortedDictStore  # noqa: E402
 
 from samzapy.operators.joins import TableTableJoin  # noqa: E402
-from samzapy.operators.keys import MAX_MS  # noqa: E402
+from samzapy.operators.key_encoding import MAX_MS  # noqa: E402
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin  # noqa: E402
 from samzapy.stores.logged import LoggedStore  # noqa: E402
 from samzapy.stores.memory import InMemoryStore  # noqa: E402

@@ -55,7 +55,7 @@ from collections.abc import Iterator
 from math import gcd
 from typing import Any
 
-from samzapy.operators.keys import decode_u64, encode_u64
+from samzapy.operators.key_encoding import decode_u64, encode_u64
 from samzapy.operators.state_layout import ALL, COPY, MAX, MERGE_RULES, MIN, SUM
 from samzapy.spark import SparkJobError
 
