@@ -7,12 +7,17 @@ failing container exits 1 with one ``Error:`` line (:mod:`samzapy.cli.boundary`)
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from samzapy.cli.boundary import Command
 from samzapy.cli.options import config_path_option, one_config_path, overrides_option
+
+if TYPE_CHECKING:
+    from samzapy.config.model import JobConfig
 
 
 @click.command(cls=Command)
@@ -40,6 +45,12 @@ from samzapy.cli.options import config_path_option, one_config_path, overrides_o
     ),
 )
 @click.option(
+    "--take-over",
+    is_flag=True,
+    help="Passthrough mode: when this container of the job already runs on this machine, ask it "
+    "to stop (it commits first) and take its tasks, instead of refusing to start.",
+)
+@click.option(
     "--metrics-file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write a JSON metrics snapshot here at every commit and at exit.",
@@ -51,14 +62,36 @@ def run(
     container_id: int,
     instance_id: str | None,
     exit_at_end: bool,
+    take_over: bool,
     metrics_file: Path | None,
 ) -> None:
     """Run the job described by CONFIG (a .properties file; or --config-path CONFIG)."""
     from samzapy.config import load_config, parse_job_config
-    from samzapy.container.run_loop import Container
 
     loaded = load_config(one_config_path(config, config_path), overrides)
     job = parse_job_config(loaded, check_task_class=True)
+    with _one_copy(job, container_id, take_over):
+        _run_container(job, container_id, exit_at_end, metrics_file, instance_id)
+
+
+def _one_copy(job: JobConfig, container_id: int, take_over: bool) -> AbstractContextManager[object]:
+    """Passthrough mode: the container's lock (:mod:`samzapy.instance_lock`), so that a second
+    copy on this machine refuses at once (exit 2); group mode: nothing, a second member joins."""
+    from samzapy.instance_lock import InstanceLock, lock_path
+
+    if job.coordinator == "group":
+        return nullcontext()
+    what = f"job '{job.job_name}' (id {job.job_id}), container {container_id}"
+    lock = InstanceLock(lock_path(job.logged_store_base_dir, job.job_name, job.job_id, container_id), what)
+    lock.acquire(take_over=take_over)
+    return lock
+
+
+def _run_container(
+    job: JobConfig, container_id: int, exit_at_end: bool, metrics_file: Path | None, instance_id: str | None
+) -> None:
+    from samzapy.container.run_loop import Container
+
     container = Container(
         job,
         container_id=container_id,
