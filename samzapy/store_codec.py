@@ -37,16 +37,17 @@ from typing import Any
 
 import orjson
 
-from samzapy.errors import SamzapyError, SerdeError
+from samzapy.config import JobConfig, StoreConfig
+from samzapy.errors import BadArgumentError, SerdeError
 from samzapy.serdes import BytesSerde, Serde
 
 KEY_FORMATS = ("string", "integer", "long", "json", "hex")
 _INT_BITS = {"integer": 32, "long": 64}
 
 
-class KeyTextError(SamzapyError):
-    """A key given as text is not a key of the store in the format it was given in; each
-    surface turns it into its own error (an HTTP 400, a command-line usage error)."""
+class KeyTextError(BadArgumentError):
+    """A key given as text is not a key of the store in the format it was given in (the
+    command lines exit 2 on it; queries answer 400)."""
 
 
 def _clip(text: str, limit: int = 200) -> str:
@@ -100,6 +101,21 @@ def parse_keys(fmt: str, text: str, where: str | None = None) -> list[Any]:
     if fmt == "json":
         return [parse_key(fmt, text, where)]
     return [parse_key(fmt, part, where) for part in text.split(",")]
+
+
+def serde_kind(job: JobConfig, name: str | None) -> str | None:
+    """The kind (``string``, ``json``, ``avro``, ...) of the serde called ``name``."""
+    if name is None:
+        return None
+    spec = job.serializers.get(name)
+    return spec.kind if spec is not None else name
+
+
+def default_format(job: JobConfig, store: StoreConfig) -> str:
+    """How a key text is read for ``store`` when no format is given: after its key serde's
+    kind (``string``, ``integer``, ``long``, ``json``), else ``hex``."""
+    kind = serde_kind(job, store.key_serde)
+    return kind if kind in ("string", "integer", "long", "json") else "hex"
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ import click
 from samzapy.cli.boundary import Group
 from samzapy.cli.logs import setup_logging
 from samzapy.cli.options import config_path_option, logging_options
+from samzapy.store_codec import KEY_FORMATS, default_format, parse_key, parse_keys, render_text, to_json
 from samzapy.tools.common import BadInputError, load_job
-from samzapy.tools.keys import KEY_TYPES, default_key_type, parse_key, parse_keys, render_json, render_text
 from samzapy.tools.reader import DbStats, RocksDbKeyValueReader
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -134,7 +134,12 @@ def inspect(
         "json": json_keys,
         "hex": hex_keys,
     }
-    keys = [(kind, key) for kind, texts in given.items() for text in texts for key in parse_keys(kind, text)]
+    keys = [
+        (kind, key)
+        for kind, texts in given.items()
+        for text in texts
+        for key in parse_keys(kind, text, f"--{kind}-key")
+    ]
     if not keys:
         msg = "give at least one key: --string-key, --integer-key, --long-key, --json-key or --hex-key"
         raise BadInputError(msg)
@@ -143,7 +148,7 @@ def inspect(
         several = len(reader.dbs) > 1
     for key, part, value in found:
         if fmt == "json":
-            click.echo(render_json({"key": key, "value": value, "partition": part}))
+            click.echo(to_json({"key": key, "value": value, "partition": part}))
         else:
             shown = "<missing>" if part is None else render_text(value)
             where = f" (partition {part})" if several and part is not None else ""
@@ -160,7 +165,7 @@ def _range_options(func: F) -> F:
             ),
             click.option(
                 "--key-type",
-                type=click.Choice(KEY_TYPES),
+                type=click.Choice(KEY_FORMATS),
                 help="How --from/--to/--prefix are read (default: from the store's key serde).",
             ),
         ]
@@ -170,8 +175,8 @@ def _range_options(func: F) -> F:
 
 
 def _bounds(reader: RocksDbKeyValueReader, key_type: str | None, *texts: str | None) -> tuple[str, list[Any]]:
-    kind = key_type or default_key_type(reader.job, reader.store)
-    return kind, [None if t is None else parse_key(kind, t) for t in texts]
+    kind = key_type or default_format(reader.job, reader.store)
+    return kind, [None if t is None else parse_key(kind, t, f"--key-type {kind}") for t in texts]
 
 
 @main.command()
@@ -197,7 +202,7 @@ def scan(
         kind, (start, end, pre) = _bounds(reader, key_type, from_key, to_key, prefix)
         for part, key, value in reader.entries(start, end, pre, limit, kind):
             if fmt == "json":
-                click.echo(render_json({"key": key, "value": value, "partition": part}))
+                click.echo(to_json({"key": key, "value": value, "partition": part}))
             else:
                 click.echo(f"{render_text(key)}: {render_text(value)}")
 
@@ -235,7 +240,7 @@ def stats(
         found = reader.stats()
     for item in found:
         if fmt == "json":
-            click.echo(render_json({**item.__dict__, "path": str(item.path)}))
+            click.echo(to_json({**item.__dict__, "path": str(item.path)}))
         else:
             click.echo(_stats_text(item))
 

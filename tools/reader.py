@@ -17,9 +17,9 @@ from samzapy.errors import ConfigError
 from samzapy.ondisk.locks import is_locked
 from samzapy.ondisk.secondary import DbLocation, SecondaryDb, locate
 from samzapy.serdes import SerdeResolver
+from samzapy.store_codec import StoreCodec
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.tools.common import BadInputError, JobSetup
-from samzapy.tools.keys import KeyCodec
 
 
 def _tagged(
@@ -114,7 +114,7 @@ class RocksDbKeyValueReader:
         self.job = _setup_of(config)
         self.store = store_of(self.job, db_name)
         key_serde, msg_serde = SerdeResolver(self.job).for_store(self.store)
-        self.codec = KeyCodec(self.store.name, key_serde, msg_serde, self.store.key_serde)
+        self.codec = StoreCodec(self.store.name, key_serde, msg_serde, self.store.key_serde)
         self.locations = locate(Path(db_path), self.store.name, partition)
         self.dbs: list[SecondaryDb] = []
         try:

@@ -22,8 +22,8 @@ from samzapy.cli.boundary import Group
 from samzapy.cli.logs import setup_logging
 from samzapy.cli.options import config_path_option, logging_options
 from samzapy.progress import Progress
+from samzapy.store_codec import render_text, to_json
 from samzapy.tools.common import load_job
-from samzapy.tools.keys import render_json, render_text
 from samzapy.tools.restore import ENGINES, RestoreReport, restore_with_engine
 from samzapy.tools.verify import MAX_EXAMPLES, VerifyReport, verify_stores
 
@@ -193,7 +193,7 @@ def _or_absent(value: object) -> str:
 def _print_verify_json(report: VerifyReport) -> None:
     for part in report.partitions:
         click.echo(
-            render_json(
+            to_json(
                 {
                     "store": part.store,
                     "partition": part.partition,

@@ -27,6 +27,7 @@ from samzapy.errors import SamzapyError
 from samzapy.metrics import MetricsGroup
 from samzapy.ondisk.secondary import DbLocation, SecondaryDb, locate
 from samzapy.serdes import SerdeResolver
+from samzapy.store_codec import StoreCodec
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import build_store
 from samzapy.tools.common import (
@@ -36,7 +37,6 @@ from samzapy.tools.common import (
     ToolError,
     select_stores,
 )
-from samzapy.tools.keys import KeyCodec
 
 #: Differences shown per partition (all are counted).
 MAX_EXAMPLES = 20
@@ -147,7 +147,7 @@ def _verify_one(
         changelog.close_reader()
         return result
     key_serde, msg_serde = serdes.for_store(store)
-    codec = KeyCodec(store.name, key_serde, msg_serde, store.key_serde)
+    codec = StoreCodec(store.name, key_serde, msg_serde, store.key_serde)
     _compare(store, location, changelog, result, codec, max_examples)
     return result
 
@@ -157,7 +157,7 @@ def _compare(
     location: DbLocation,
     changelog: ToolChangelog,
     result: PartitionVerify,
-    codec: KeyCodec,
+    codec: StoreCodec,
     max_examples: int,
 ) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="samzapy-verify-"))
@@ -218,7 +218,7 @@ def _note(
     key: bytes,
     mine: bytes | None,
     theirs: bytes | None,
-    codec: KeyCodec,
+    codec: StoreCodec,
     max_examples: int,
 ) -> None:
     setattr(result, kind, getattr(result, kind) + 1)

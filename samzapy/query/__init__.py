@@ -8,12 +8,11 @@ answered through it. Reads see the owner's committed-or-newer state (see
 """
 
 from samzapy.query.client import StateClient, StateQueryError
-from samzapy.query.keys import KeyCodec, QueryError
+from samzapy.query.formats import QueryError
 from samzapy.query.service import QueryService
 from samzapy.query.sources import LocalCheckpointSource, StaleSource, StoreReader
 
 __all__ = [
-    "KeyCodec",
     "LocalCheckpointSource",
     "QueryError",
     "QueryService",

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from samzapy.query.keys import QueryError
+from samzapy.query.formats import QueryError
 
 
 @dataclass

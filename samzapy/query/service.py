@@ -42,11 +42,12 @@ from samzapy.kafka.partitioner import partition_for_key
 from samzapy.metrics import MetricsRegistry
 from samzapy.query.answer import Answer, flag_param, int_param
 from samzapy.query.directory import Directory
-from samzapy.query.keys import KeyCodec, QueryError, check_format
+from samzapy.query.formats import QueryError, check_format, key_bytes, render
 from samzapy.query.peers import Peers
 from samzapy.query.placement import Placement, StaticPlacement
 from samzapy.query.sources import LiveReader, StaleSource, StoreReader
 from samzapy.serdes import SerdeResolver
+from samzapy.store_codec import StoreCodec
 from samzapy.stores.engine import StorageEngine
 from samzapy.streams import task_name_for
 
@@ -97,7 +98,7 @@ class QueryService:
         self.peers = Peers(container_id, directory)
         self.stale = stale
         serdes = SerdeResolver(job)
-        self._codecs = {name: KeyCodec(*serdes.for_store(cfg)) for name, cfg in job.stores.items()}
+        self._codecs = {name: StoreCodec(name, *serdes.for_store(cfg)) for name, cfg in job.stores.items()}
         # A global side-input store is one copy per container that every task shares: any one
         # task answers for all of it, and other containers hold the same data.
         self._global = {
@@ -144,7 +145,7 @@ class QueryService:
         except StorageFailure as error:  # a damaged store: an error, never a partial answer
             return Answer(503, {"error": str(error), "container": self.container_id})
 
-    def _codec(self, store: str) -> KeyCodec:
+    def _codec(self, store: str) -> StoreCodec:
         codec = self._codecs.get(store)
         if codec is None:
             known = ", ".join(sorted(self._codecs)) or "none"
@@ -173,7 +174,7 @@ class QueryService:
         """``/stores/<store>/keys/<key>``: the value of one key (module doc for where)."""
         codec = self._codec(store)
         fmt = check_format(params.get("format"))
-        key = codec.key_bytes(text, fmt)
+        key = key_bytes(codec, text, fmt)
         allow_stale = flag_param(params, "allow_stale")
         local_only = params.get("scope") == "local"
         blocked: dict[str, str] = {}
@@ -252,8 +253,8 @@ class QueryService:
                     200,
                     {
                         "store": store,
-                        "key": codec.render_key(key, fmt),
-                        "value": codec.render_value(value, fmt),
+                        "key": render(key, codec.key_serde, fmt),
+                        "value": render(value, codec.msg_serde, fmt),
                         **self._where(partition, reader, stale),
                     },
                 )
@@ -279,8 +280,8 @@ class QueryService:
             200,
             {
                 "store": store,
-                "key": codec.render_key(key, fmt),
-                "value": codec.render_value(value, fmt),
+                "key": render(key, codec.key_serde, fmt),
+                "value": render(value, codec.msg_serde, fmt),
                 **self._where(partition, reader, True),
             },
         )
@@ -315,8 +316,8 @@ class QueryService:
         """``/stores/<store>/range?from=&to=&limit=``: entries in key byte order, over every task."""
         codec = self._codec(store)
         fmt = check_format(params.get("format"))
-        from_key = codec.key_bytes(params["from"], fmt) if params.get("from") else None
-        to_key = codec.key_bytes(params["to"], fmt) if params.get("to") else None
+        from_key = key_bytes(codec, params["from"], fmt) if params.get("from") else None
+        to_key = key_bytes(codec, params["to"], fmt) if params.get("to") else None
         limit = int_param(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         allow_stale = flag_param(params, "allow_stale")
         blocked: dict[str, str] = {}
@@ -338,9 +339,9 @@ class QueryService:
             where = self._where(partition, reader, stale)
             for key, value in entries:
                 entry = {
-                    "key": codec.render_key(key, fmt),
+                    "key": render(key, codec.key_serde, fmt),
                     "key_hex": key.hex(),
-                    "value": codec.render_value(value, fmt),
+                    "value": render(value, codec.msg_serde, fmt),
                 }
                 found.append((key, {**entry, "task": where["task"], "stale": stale}))
         if params.get("scope") != "local" and not shared:

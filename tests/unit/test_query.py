@@ -19,11 +19,12 @@ from samzapy.health import ContainerStatus
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.query import LocalCheckpointSource, QueryService, StateClient, StateQueryError
+from samzapy.query.formats import QueryError, check_format, key_bytes
 from samzapy.query.http import QueryHttpServer, add_query_route
-from samzapy.query.keys import KeyCodec, QueryError, check_format
 from samzapy.reporters.periodic import ReportSource
 from samzapy.reporters.prometheus import MetricsHttpServer
 from samzapy.serdes import IntegerSerde, JsonSerde, LongSerde, StringSerde
+from samzapy.store_codec import StoreCodec
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import build_store, store_dir
 from samzapy.stores.rocksdb import RocksDBStore
@@ -187,12 +188,12 @@ def test_partitions_lists_the_tasks_and_their_status(setup) -> None:
 
 
 def test_key_codec_formats() -> None:
-    assert KeyCodec(IntegerSerde(), None).key_bytes("-2", "string") == IntegerSerde().to_bytes(-2)
-    assert KeyCodec(JsonSerde(), None).key_bytes('["u", 1]', "json") == JsonSerde().to_bytes(["u", 1])
-    assert KeyCodec(JsonSerde(), None).key_bytes("u", "string") == b'"u"'
-    assert KeyCodec(None, None).key_bytes("raw", "string") == b"raw"
+    assert key_bytes(StoreCodec("s", IntegerSerde(), None), "-2", "string") == IntegerSerde().to_bytes(-2)
+    assert key_bytes(StoreCodec("s", JsonSerde(), None), '["u", 1]', "json") == JsonSerde().to_bytes(["u", 1])
+    assert key_bytes(StoreCodec("s", JsonSerde(), None), "u", "string") == b'"u"'
+    assert key_bytes(StoreCodec("s", None, None), "raw", "string") == b"raw"
     with pytest.raises(QueryError, match="not an integer"):
-        KeyCodec(LongSerde(), None).key_bytes("x", "string")
+        key_bytes(StoreCodec("s", LongSerde(), None), "x", "string")
     with pytest.raises(QueryError, match="use one of string, json, hex"):
         check_format("yaml")
 

@@ -165,7 +165,7 @@ def test_progress_never_begun_prints_nothing():
     assert out.getvalue() == ""
 
 
-@pytest.mark.parametrize("module", ["samzapy.tools.keys", "samzapy.progress"])
+@pytest.mark.parametrize("module", ["samzapy.store_codec", "samzapy.progress"])
 def test_the_tools_doctests_pass(module):
     import doctest
     import importlib

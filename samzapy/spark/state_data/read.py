@@ -41,6 +41,7 @@ from samzapy.operators.state_layout import ROW_FIELDS, KeyValueLayout, Layout, l
 from samzapy.operators.window_layout import WindowLayout
 from samzapy.spark import SparkJobError
 from samzapy.spark.state_data.progress import SparkProgress, planned_records
+from samzapy.store_codec import serde_kind
 
 log = logging.getLogger(__name__)
 
@@ -129,14 +130,6 @@ def read_state(
         serdes = (store_config.key_serde, store_config.msg_serde) if keyed else (None, None)
         known = (serde_kind(job, serdes[0]), serde_kind(job, serdes[1]))
         return typed_frame(spark, frame, raw, windowed=windowed, kinds=known, kind_column=not keyed)
-
-
-def serde_kind(job: JobConfig, name: str | None) -> str | None:
-    """The kind (``string``, ``json``, ``avro``...) of the serde called ``name``."""
-    if name is None:
-        return None
-    spec = job.serializers.get(name)
-    return spec.kind if spec is not None else name
 
 
 def planned(job: JobConfig, sources: list[StateSource]) -> int | None:
