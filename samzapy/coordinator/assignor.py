@@ -4,7 +4,7 @@
 Each member sends in its subscription what it holds (:class:`LocalState`: the freshness of its
 local copy of every task's stores, its query endpoint, its rack) and, as KIP-429 asks, the
 partitions it owns. The elected leader turns that into :class:`MemberState` records, computes
-the placement (:func:`samzapy.coordinator.placement.place_tasks`) and hands every member the
+the placement (:func:`samzapy.coordinator.placement_rules.place_tasks`) and hands every member the
 input partitions of its active tasks, with its standbys and the task -> endpoint map in the
 assignment's user data.
 
@@ -27,7 +27,7 @@ from typing import Any
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from samzapy.coordinator.placement import MemberState, place_tasks
+from samzapy.coordinator.placement_rules import MemberState, place_tasks
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from samzapy.coordinator.placement import MemberState, place_tasks
+from samzapy.coordinator.placement_rules import MemberState, place_tasks
 
 
 def member(member_id: str, actives=(), standbys=(), held=None, rack=None, endpoint=None) -> MemberState:
@@ -126,6 +126,6 @@ def test_every_task_runs_once_and_loads_differ_by_at_most_one(task_count, member
 def test_docstring_examples():
     import doctest
 
-    import samzapy.coordinator.placement as module
+    import samzapy.coordinator.placement_rules as module
 
     assert doctest.testmod(module).failed == 0
