@@ -56,8 +56,8 @@ from samzapy.kafka.broker import resolve_bootstrap_servers
 from samzapy.kafka.outage import BrokerWait, StoppedDuringOutage
 from samzapy.kafka.producer import FlushTimeout, Producer
 from samzapy.metrics import MetricsRegistry
-from samzapy.query.attach import RunningQueries, start_queries
-from samzapy.query.placement import GroupPlacement
+from samzapy.query.routing import GroupPlacement
+from samzapy.query.startup import RunningQueries, start_queries
 from samzapy.reporters import Reporters, register_container_gauges
 from samzapy.reporters.container_metrics import forget_input_gauges
 from samzapy.serdes import SerdeResolver

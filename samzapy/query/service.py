@@ -44,7 +44,7 @@ from samzapy.query.answer import Answer, flag_param, int_param
 from samzapy.query.directory import Directory
 from samzapy.query.formats import QueryError, check_format, key_bytes, render
 from samzapy.query.peers import Peers
-from samzapy.query.placement import Placement, StaticPlacement
+from samzapy.query.routing import Placement, StaticPlacement
 from samzapy.query.sources import LiveReader, StaleSource, StoreReader
 from samzapy.serdes import SerdeResolver
 from samzapy.store_codec import StoreCodec

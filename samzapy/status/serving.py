@@ -20,8 +20,8 @@ from importlib.resources import files
 from typing import Any
 
 from samzapy.http_server import BackgroundHttpServer
-from samzapy.query.attach import RunningQueries
-from samzapy.query.placement import GroupPlacement
+from samzapy.query.routing import GroupPlacement
+from samzapy.query.startup import RunningQueries
 from samzapy.reporters import container_name
 from samzapy.reporters.prometheus import MetricsHttpServer
 from samzapy.status.report import StatusReport, StatusSampler
