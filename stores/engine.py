@@ -23,6 +23,7 @@ from samzapy.stores.wrapped import WrappedStore
 
 if TYPE_CHECKING:
     from samzapy.checkpoint import ChangelogFence
+    from samzapy.stores.snapshot_restore import SnapshotSource
 
 log = logging.getLogger(__name__)
 
@@ -193,13 +194,16 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
         *,
         trusted_local: bool = True,
         fence: ChangelogFence | None = None,
+        snapshots: SnapshotSource | None = None,
     ) -> RestoreStats:
         """Bring the store to the state of changelog offset ``checkpointed_offset`` (see
         :mod:`samzapy.stores.restore`); ``None``: nothing committed, the store ends up empty.
         ``fence`` (``samzapy.checkpoint.ChangelogFence``): the records a zombie wrote, skipped.
 
-        ``trusted_local=False`` ignores local checkpoints (full restore). A store without a
-        changelog is not restorable: it is left as it is (the stats are all zero).
+        ``trusted_local=False`` ignores local checkpoints (full restore, or from a snapshot).
+        ``snapshots``: the store's snapshots in a blob store (RocksDB stores only), a base
+        newer than the local checkpoints when they have one. A store without a changelog is
+        not restorable: it is left as it is (the stats are all zero).
         """
         changelog = self._restorable
         if changelog is None:
@@ -210,13 +214,18 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
             )
             return RestoreStats(None, 0, 0, 0, 0, 0.0)
         self.invalidate()  # the caches above the engine would serve what restore replaces
+        checkpoints = self._checkpoints if trusted_local else None
+        if snapshots is not None and not trusted_local and self._checkpoints is not None:
+            self._checkpoints.delete_all()  # untrusted local files out; a snapshot may come in
+            checkpoints = self._checkpoints
         return restore(
             self.raw,
             changelog,
             checkpointed_offset,
             self.metrics,
-            self._checkpoints if trusted_local else None,
+            checkpoints,
             fence,
+            snapshots if self._checkpoints is not None else None,
         )
 
     def changelog_offset(self) -> int | None:

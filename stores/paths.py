@@ -6,6 +6,7 @@ Under ``job.logged.store.base.dir``, for store ``S`` of the task of partition ``
     S/Partition_N.checkpoints/<offset>/     local checkpoints of it (+ OFFSET file)
     S/Partition_N.standby/                  a standby replica of another container's task
     S/Partition_N.standby.checkpoints/      local checkpoints of that replica
+    S/Partition_N.snapshot/<offset>-<id>/   a checkpoint's files staged for upload to a blob store
     S/Global_<container>/                   a global side-input store of one container
 
 A checkpoint directory is named by the changelog offset it reflects; ``<offset>.tmp`` is
@@ -24,6 +25,7 @@ PARTITION_PREFIX = "Partition_"
 PARTITION_DIR = re.compile(r"^Partition_(\d+)$")
 CHECKPOINTS_SUFFIX = ".checkpoints"
 STANDBY_SUFFIX = ".standby"
+SNAPSHOT_SUFFIX = ".snapshot"
 
 
 def partition_dir_name(partition: int) -> str:
@@ -69,6 +71,15 @@ def checkpoints_dir(db_dir: Path) -> Path:
     '/state/counts/Partition_0.checkpoints'
     """
     return db_dir.with_name(db_dir.name + CHECKPOINTS_SUFFIX)
+
+
+def snapshot_staging_dir(db_dir: Path) -> Path:
+    """Where checkpoints of ``db_dir`` wait (as hard links) for their upload to a blob store.
+
+    >>> snapshot_staging_dir(Path("/state/counts/Partition_0")).as_posix()
+    '/state/counts/Partition_0.snapshot'
+    """
+    return db_dir.with_name(db_dir.name + SNAPSHOT_SUFFIX)
 
 
 def standby_dir(base_dir: Path, store: str, partition: int) -> Path:

@@ -45,6 +45,7 @@ from samzapy.stores.rocksdb import StoreCorruptError
 
 if TYPE_CHECKING:
     from samzapy.checkpoint import ChangelogFence
+    from samzapy.stores.snapshot_restore import SnapshotSource
 
 log = logging.getLogger(__name__)
 
@@ -246,9 +247,12 @@ def restore(
     metrics: MetricsGroup,
     checkpoints: LocalCheckpoints | None = None,
     fence: ChangelogFence | None = None,
+    snapshots: SnapshotSource | None = None,
 ) -> RestoreStats:
     """Run the three steps (module doc) for one store; ``checkpoints=None``: from scratch.
     ``fence`` (a ``samzapy.checkpoint.ChangelogFence``) says which records a zombie wrote.
+    ``snapshots``: a blob store's snapshots of the store; before step 1, the newest usable
+    one newer than the local checkpoints is downloaded among them (``stores/snapshot_restore.py``).
 
     Raises:
         RestoreError: the checkpointed offset lies beyond the changelog's end (the changelog
@@ -263,6 +267,8 @@ def restore(
             "Delete the job's checkpoint to start from an empty store"
         )
         raise RestoreError(msg)
+    if snapshots is not None and checkpoints is not None and k is not None:
+        snapshots.fetch(checkpoints, k, fence, end)  # a local checkpoint now, if one was usable
     base = choose_base(raw, checkpoints, k, end)
     restored = restored_bytes = 0
     skipped: set[bytes] = set()

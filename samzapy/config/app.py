@@ -16,7 +16,7 @@ from samzapy.config.properties import DICT_SOURCE, Property, TypedGetters
 
 #: Key prefixes owned by samzapy: an unknown key under them is an error; every other key is
 #: an application key.
-RESERVED_PREFIXES = ("job.", "task.", "stores.", "systems.", "serializers.", "metrics.")
+RESERVED_PREFIXES = ("job.", "task.", "stores.", "systems.", "serializers.", "metrics.", "blob.store.")
 
 
 def is_reserved(key: str) -> bool:

@@ -24,6 +24,7 @@ from samzapy.config.app import is_reserved as is_reserved
 from samzapy.config.model import JobConfig, ReporterSpec, StoreConfig, StreamConfig
 from samzapy.config.types import (
     ANY,
+    BLOB_URI,
     BOOL,
     BOOTSTRAP,
     COMPRESSION,
@@ -36,6 +37,7 @@ from samzapy.config.types import (
     SECRET_FILE,
     SERDE_CLASS,
     SERDE_REF,
+    STATE_BACKENDS,
     STORE_FACTORY,
     STREAM,
     STREAM_LIST,
@@ -214,13 +216,14 @@ def _key(
     return KeySpec(pattern, type_, doc_default, meaning, section, required, field, alias_of)
 
 
-_JOB, _TASK, _SYS, _STREAM, _SERDE, _STORE, _METRICS, _SAMZA = (
+_JOB, _TASK, _SYS, _STREAM, _SERDE, _STORE, _SNAP, _METRICS, _SAMZA = (
     "Job",
     "Task",
     "Systems",
     "Streams",
     "Serializers",
     "Stores",
+    "Snapshots",
     "Metrics",
     "Samza keys samzapy ignores",
 )
@@ -795,6 +798,25 @@ KEYS: tuple[KeySpec, ...] = (
         field="restore_engine",
     ),
     _key(
+        _ST + "backup.factories",
+        STATE_BACKENDS,
+        "stores.backup.factories",
+        "Where the store's state is kept besides the disk: `kafka` (the changelog) and/or `blobstore` "
+        "(snapshots of the store's files in blob.store.uri after commits; RocksDB stores with a "
+        "changelog). See docs/operations.md, Snapshots.",
+        _STORE,
+        field="backup_factories",
+    ),
+    _key(
+        _ST + "restore.factories",
+        STATE_BACKENDS,
+        "stores.restore.factories, else the backup factories",
+        "Where a restore may start: `blobstore` lets a task without local files download the newest "
+        "usable snapshot, then replay only the changelog after it.",
+        _STORE,
+        field="restore_factories",
+    ),
+    _key(
         _ST + "partition.key",
         STRING,
         None,
@@ -832,6 +854,84 @@ KEYS: tuple[KeySpec, ...] = (
         "(Kafka Streams' GlobalKTable).",
         _STORE,
         field="side_inputs_scope",
+    ),
+    _key(
+        "stores.backup.factories",
+        STATE_BACKENDS,
+        FROM_MODEL,
+        "The backup factories of every store that sets none of its own (Samza's job-wide key).",
+        _SNAP,
+        field="default_backup_factories",
+    ),
+    _key(
+        "stores.restore.factories",
+        STATE_BACKENDS,
+        FROM_MODEL,
+        "The restore factories of every store that sets none of its own.",
+        _SNAP,
+        field="default_restore_factories",
+    ),
+    _key(
+        "blob.store.uri",
+        BLOB_URI,
+        FROM_MODEL,
+        "Where snapshots live: a directory (`file:///mnt/shared/snapshots`) or an S3 bucket and prefix "
+        "(`s3://bucket/prefix`). S3 credentials come from the usual AWS variables and files, never "
+        "from this file. Required when a store backs up to `blobstore`.",
+        _SNAP,
+        field="blob_store_uri",
+    ),
+    _key(
+        "blob.store.s3.endpoint",
+        STRING,
+        FROM_MODEL,
+        "The URL of an S3-compatible service (MinIO, Ceph, ...); unset: AWS S3.",
+        _SNAP,
+        field="blob_store_s3_endpoint",
+    ),
+    _key(
+        "blob.store.s3.region",
+        STRING,
+        FROM_MODEL,
+        "The S3 region; unset: boto3's (AWS_REGION, ~/.aws/config).",
+        _SNAP,
+        field="blob_store_s3_region",
+    ),
+    _key(
+        "blob.store.retention.snapshots",
+        int_type(1),
+        FROM_MODEL,
+        "Snapshots kept per task and store (the newest); older ones are deleted after each upload.",
+        _SNAP,
+        field="snapshot_retention",
+    ),
+    _key(
+        "blob.store.retention.grace.ms",
+        int_type(0),
+        FROM_MODEL,
+        "A file no kept snapshot references is deleted only after it has been unreferenced this long, "
+        "so that a restore or another member's upload using it is never cut short; an upload taking "
+        "longer than half of it is not published.",
+        _SNAP,
+        field="snapshot_grace_ms",
+    ),
+    _key(
+        "blob.store.upload.max.pending",
+        int_type(1),
+        FROM_MODEL,
+        "Snapshots queued for upload (at most one per task and store: a newer one replaces a queued "
+        "one) before a commit waits for the uploader.",
+        _SNAP,
+        field="snapshot_max_pending",
+    ),
+    _key(
+        "blob.store.upload.max.wait.ms",
+        int_type(0),
+        FROM_MODEL,
+        "The longest a commit waits for the upload queue; then the oldest queued snapshot is dropped "
+        "(snapshots fall behind, processing goes on).",
+        _SNAP,
+        field="snapshot_max_wait_ms",
     ),
     _key(
         "metrics.reporters",

@@ -85,6 +85,10 @@ class StoreConfig:
     ttl_ms: int | None = None
     versioned_history_ms: int | None = None  # a versioned table (stores/versioned.py), issue 19
     restore_engine: str = "sequential"  # "sequential" | "spark"
+    #: state backends written after commits ("kafka", "blobstore"); the job's default applied
+    backup_factories: tuple[str, ...] = ()
+    #: state backends restored from; None: those of ``backup_factories``
+    restore_factories: tuple[str, ...] | None = None
     side_inputs: tuple[SystemStream, ...] = ()  # topics that fill the store (docs/side-inputs.md)
     side_inputs_processor: str | None = None  # module:Callable; None: key and value bytes as they are
     side_inputs_scope: str = "partition"  # "partition" | "global"
@@ -96,6 +100,18 @@ class StoreConfig:
     def logged(self) -> bool:
         """Whether every write also goes to a changelog (and the store can be restored)."""
         return self.changelog is not None
+
+    @property
+    def backs_up_snapshots(self) -> bool:
+        """Whether the store's files are uploaded to the blob store after commits (snapshots)."""
+        return "blobstore" in self.backup_factories
+
+    @property
+    def restores_from_snapshots(self) -> bool:
+        """Whether a restore may start from a snapshot in the blob store (restore factories,
+        or the backup factories when no restore factories are set)."""
+        chosen = self.backup_factories if self.restore_factories is None else self.restore_factories
+        return "blobstore" in chosen
 
     @property
     def has_side_inputs(self) -> bool:
@@ -187,6 +203,15 @@ class JobConfig:
     http_auth_token_file: Path | None = None  # job.http.auth.token.file: guards /, /status.json, /stores
     query_advertised_host: str | None = None  # None: query_host, or the host name for 0.0.0.0
     reporters: tuple[ReporterSpec, ...] = ()  # metrics.reporters, in order (JMX ones left out)
+    default_backup_factories: tuple[str, ...] = ()  # stores.backup.factories
+    default_restore_factories: tuple[str, ...] | None = None  # stores.restore.factories
+    blob_store_uri: str | None = None  # where snapshots live: file:///path or s3://bucket/prefix
+    blob_store_s3_endpoint: str | None = None  # an S3-compatible service's URL (None: AWS)
+    blob_store_s3_region: str | None = None  # None: boto3's (AWS_REGION, ~/.aws/config)
+    snapshot_retention: int = 3  # snapshots kept per task and store
+    snapshot_grace_ms: int = 3_600_000  # an unreferenced blob is deleted after this long
+    snapshot_max_pending: int = 16  # queued snapshot uploads before a commit waits
+    snapshot_max_wait_ms: int = 10_000  # the longest a commit waits for the upload queue
     app_config: AppConfig = field(default_factory=AppConfig)  # what tasks see as context.config
     #: the class ``task_class`` names, imported by ``parse_job_config(..., check_task_class=True)``
     imported_task_class: type[StreamTask] | None = field(default=None, compare=False, repr=False)

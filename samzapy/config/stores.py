@@ -11,7 +11,10 @@ configuration, before anything connects:
   cache never fills;
 * a side-input store has no changelog of its own, its topics are not also task inputs, and
   its processor and scope keys are only set with ``side.inputs``; its processor is imported
-  when user code is (``check_task_class``).
+  when user code is (``check_task_class``);
+* a store that backs up to or restores from ``blobstore`` (its own ``backup.factories`` /
+  ``restore.factories`` or the job's ``stores.backup.factories`` / ``stores.restore.factories``)
+  is a RocksDB store with a changelog, and ``blob.store.uri`` is set.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ def store_configs(
         _check_side_inputs(check, name, system, inputs)
         if "engine" not in fields:  # the factory's value is invalid (already reported)
             continue
+        _state_backends(check, name, fields)
         store = StoreConfig(name, **fields)
         if import_code and store.side_inputs_processor:
             store = _with_processor(check, store, store.side_inputs_processor)
@@ -141,6 +145,48 @@ def _check_side_inputs(check: Validation, name: str, system: str, inputs: tuple[
                 f"'task.inputs' ({check.at('task.inputs')}): a stream is either processed by the task or "
                 "fills a store; remove it from one of the two keys",
             )
+
+
+def _state_backends(check: Validation, name: str, fields: dict[str, Any]) -> None:
+    """Apply the job's default backup/restore factories; check what a ``blobstore`` needs."""
+    for field_name, job_key in (
+        ("backup_factories", "stores.backup.factories"),
+        ("restore_factories", "stores.restore.factories"),
+    ):
+        if field_name not in fields and job_key in check.parsed:
+            fields[field_name] = check.parsed[job_key]
+    chosen = {
+        key: fields.get(field_name) or ()
+        for field_name, key in (
+            ("backup_factories", f"stores.{name}.backup.factories"),
+            ("restore_factories", f"stores.{name}.restore.factories"),
+        )
+    }
+    users = [key for key, backends in chosen.items() if "blobstore" in backends]
+    if not users:
+        return
+    key = users[0]
+    where = check.at(key) if key in check.config else check.at(key.replace(f"stores.{name}.", "stores."))
+    shown = key if key in check.config else key.replace(f"stores.{name}.", "stores.")
+    if fields.get("engine") != "rocksdb":
+        check.problem(
+            shown,
+            f"Store '{name}' uses blobstore in '{shown}' ({where}) but is not a RocksDB store: snapshots "
+            "are copies of a RocksDB store's files; remove blobstore for it",
+        )
+    if "changelog" not in fields:
+        check.problem(
+            shown,
+            f"Store '{name}' uses blobstore in '{shown}' ({where}) but has no changelog: a snapshot "
+            f"matches a changelog offset and the changelog covers what came after it; set "
+            f"'stores.{name}.changelog'",
+        )
+    if "blob.store.uri" not in check.config:
+        check.problem(
+            shown,
+            f"Store '{name}' uses blobstore in '{shown}' ({where}) but 'blob.store.uri' is not set: set it "
+            "to file:///absolute/path or s3://bucket/prefix",
+        )
 
 
 def _with_processor(check: Validation, store: StoreConfig, spec: str) -> StoreConfig:

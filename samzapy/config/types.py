@@ -62,6 +62,14 @@ COORDINATOR_FACTORY_ALIASES = {
     "group": "group",
     "samzapy.coordinator.KafkaGroupCoordinatorFactory": "group",
 }
+#: Accepted ``stores.<store>.backup.factories`` / ``restore.factories`` names -> canonical
+#: state backend (Samza's StateBackendFactory classes).
+STATE_BACKEND_ALIASES = {
+    "kafka": "kafka",
+    "org.apache.samza.storage.KafkaChangelogStateBackendFactory": "kafka",
+    "blobstore": "blobstore",
+    "org.apache.samza.storage.blobstore.BlobStoreStateBackendFactory": "blobstore",
+}
 SYSTEM_FACTORY_ALIASES = {
     "kafka": "kafka",
     "org.apache.samza.system.kafka.KafkaSystemFactory": "kafka",
@@ -160,6 +168,42 @@ def choice_type(*values: str) -> ChoiceType:
     return ChoiceType(
         " or ".join(values) if len(values) == 2 else "one of " + ", ".join(values), {v: v for v in values}
     )
+
+
+@dataclass(frozen=True)
+class ChoiceListType(ValueType):
+    """A comma-separated list of fixed values (or their aliases), possibly empty; parses to
+    the canonical names, in order, without duplicates.
+
+    >>> STATE_BACKENDS.parse("org.apache.samza.storage.blobstore.BlobStoreStateBackendFactory, kafka")
+    ('blobstore', 'kafka')
+    """
+
+    choices: dict[str, str] = field(default_factory=dict)
+
+    def parse(self, raw: str) -> tuple[str, ...]:
+        """The canonical names."""
+        folded = {k.lower(): v for k, v in self.choices.items()}
+        found = [folded.get(name.lower()) for name in parse_list(raw)]
+        if any(v is None for v in found):
+            raise ValueError(raw)
+        return tuple(dict.fromkeys(v for v in found if v is not None))
+
+
+@dataclass(frozen=True)
+class BlobUriType(ValueType):
+    """Where store snapshots live: ``file:///absolute/path`` or ``s3://bucket[/prefix]``.
+
+    >>> BLOB_URI.parse("s3://my-bucket/snapshots")
+    's3://my-bucket/snapshots'
+    """
+
+    def parse(self, raw: str) -> str:
+        """The URI, checked for form."""
+        uri = super().parse(raw)
+        if not re.fullmatch(r"file:///.+|s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?", uri):
+            raise ValueError(raw)
+        return uri
 
 
 @dataclass(frozen=True)
@@ -358,6 +402,13 @@ REPORTER_CLASS = ChoiceType(
     "org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory",
     REPORTER_CLASS_ALIASES,
 )
+STATE_BACKENDS = ChoiceListType(
+    "a comma-separated list of kafka, blobstore (or "
+    "org.apache.samza.storage.KafkaChangelogStateBackendFactory, "
+    "org.apache.samza.storage.blobstore.BlobStoreStateBackendFactory)",
+    STATE_BACKEND_ALIASES,
+)
+BLOB_URI = BlobUriType("file:///absolute/path or s3://bucket[/prefix]")
 ANY = ValueType("any value")
 IGNORED = IgnoredType("any value (ignored by samzapy)")
 

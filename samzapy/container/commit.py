@@ -47,7 +47,11 @@ class Commit:
     6. **write the checkpoints**: each task's input next-offsets, store changelog offsets,
        ownership generation and changelog fence (from the fence), one record per task to the
        checkpoint topic (a task whose checkpoint did not change since the last one written is
-       skipped, so an idle container sends nothing), then flush the producer again.
+       skipped, so an idle container sends nothing), then flush the producer again; with
+       snapshots, each checkpoint names its stores' newest complete snapshot;
+    7. **queue snapshot uploads** (only with ``snapshots``): the local checkpoints of step 5
+       of stores backed up to a blob store are handed to the background uploader
+       (``stores/snapshots.py``); the commit does not wait for them.
 
     Fencing is not a step: the run loop asks the fence which tasks another container took
     over and drops them *before* calling the commit (``run_loop.Container._commit``).
@@ -63,6 +67,8 @@ class Commit:
         drain: step 1, ``None`` without async tasks.
         flush: flushes the producer, given what the flush is for (the container's waits out
             an unreachable broker: ``samzapy.kafka.outage``); ``None``: ``producer.flush()``.
+        snapshots: the job's ``samzapy.stores.snapshots.JobSnapshots`` (steps 6 and 7), ``None``
+            when no store backs up to a blob store.
 
     Not thread-safe: the run loop's thread calls it.
     """
@@ -76,8 +82,10 @@ class Commit:
         metrics: MetricsGroup,
         drain: Callable[[], None] | None = None,
         flush: Callable[[str], None] | None = None,
+        snapshots: Any = None,
     ) -> None:
         self._writer = writer
+        self._snapshots = snapshots
         self._schedule = schedule
         self._checkpoint_of = checkpoint_of
         self._drain = drain
@@ -103,8 +111,13 @@ class Commit:
         crash_point("after-local-checkpoint")
         for task in tasks:
             task.coordinator.commit_requested = False
-            self._write(self._checkpoint_of(task.task_name, dict(task.offsets), offsets[task.task_name]))
+            checkpoint = self._checkpoint_of(task.task_name, dict(task.offsets), offsets[task.task_name])
+            if self._snapshots is not None:
+                checkpoint = self._snapshots.stamp(checkpoint)
+            self._write(checkpoint)
         self._flush("write the checkpoints")
+        if self._snapshots is not None:
+            self._snapshots.after_commit(tasks, self.last_written, offsets)
         self.calls.inc()
         elapsed = time.perf_counter_ns() - started
         self._ns.inc(elapsed)

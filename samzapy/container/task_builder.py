@@ -63,6 +63,9 @@ class TaskBuilder:
         side_inputs: the container's ``SideInputs``; a store with side inputs is then taken
             from it (filled and kept up to date there) instead of being built. ``None``
             builds such stores like the others (the harness).
+        snapshots: the job's ``samzapy.stores.snapshots.JobSnapshots``; a restored store may
+            then start from a snapshot in the blob store. ``None``: local checkpoints and
+            changelog only.
     """
 
     def __init__(
@@ -74,8 +77,10 @@ class TaskBuilder:
         serdes: SerdeResolver | None = None,
         changelog_for: ChangelogFor | None = None,
         side_inputs: Any = None,
+        snapshots: Any = None,
     ) -> None:
         self.job = job
+        self._snapshots = snapshots
         self.base_dir = base_dir
         self.registry = registry
         self.serdes = serdes if serdes is not None else SerdeResolver(job)
@@ -108,18 +113,23 @@ class TaskBuilder:
                 metrics=self.registry.group(f"store.{store_config.name}.{name}"),
             )
             if restore:
-                self._restore(store, store_config.name, checkpoint)
+                source = None
+                if self._snapshots is not None:
+                    source = self._snapshots.source(store_config, partition, checkpoint)
+                self._restore(store, store_config.name, checkpoint, source)
             stores[store_config.name] = store
         return stores
 
     @staticmethod
-    def _restore(store: Any, name: str, checkpoint: TaskCheckpoint | None) -> None:
+    def _restore(store: Any, name: str, checkpoint: TaskCheckpoint | None, snapshots: Any = None) -> None:
         """Restore ``store`` to the changelog offset ``checkpoint`` records for it (none:
-        empty), skipping the records its changelog fence rules out (a zombie's)."""
+        empty), skipping the records its changelog fence rules out (a zombie's); from a
+        snapshot in ``snapshots`` (a ``SnapshotSource``) when it has a newer base than the disk."""
         if checkpoint is None:
             store.restore(None)
             return
-        store.restore(checkpoint.changelog_offsets.get(name), fence=checkpoint.fence_for(name))
+        extra = {} if snapshots is None else {"snapshots": snapshots}
+        store.restore(checkpoint.changelog_offsets.get(name), fence=checkpoint.fence_for(name), **extra)
 
     def task_metrics(self, partition: int) -> MetricsGroup:
         """The metrics group of task ``partition`` (``task.Partition N``)."""

@@ -134,6 +134,23 @@ CATALOG: dict[str, MetricDoc] = {
     "restore-replayed-records": _g(
         "Records the current (or last) restore replayed so far.", "restore-replayed-records"
     ),
+    # snapshots in a blob store (stores/snapshot_upload.py)
+    "snapshots-uploaded": _c("Store snapshots uploaded to the blob store.", "snapshots-uploaded"),
+    "snapshot-files-uploaded": _c("Files sent by snapshot uploads.", "snapshot-files-uploaded"),
+    "snapshot-files-reused": _c(
+        "Files of snapshots referenced from earlier ones instead of being sent.", "snapshot-files-reused"
+    ),
+    "snapshot-bytes-uploaded": _c("Bytes sent by snapshot uploads.", "snapshot-uploaded", "bytes"),
+    "snapshot-upload-failures": _c(
+        "Snapshot uploads that failed (tried again) or were given up.", "snapshot-upload-failures"
+    ),
+    "snapshots-superseded": _c(
+        "Queued snapshots replaced by a newer one before their upload.", "snapshots-superseded"
+    ),
+    "snapshot-upload-ns": _c("Time spent uploading snapshots.", "snapshot-upload", "seconds", _NS),
+    "snapshot-lag-records": _g(
+        "Changelog records committed since the store's newest complete snapshot.", "snapshot-lag-records"
+    ),
     # standby replicas
     "standby-lag": _g("Changelog records the standby copy is behind.", "lag"),
     "standby-applied-offset": _g("The changelog offset the standby copy applied.", "applied-offset"),
