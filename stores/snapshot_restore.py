@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SnapshotSource", "unusable_reason", "verify_snapshot"]
+__all__ = ["SnapshotSource", "snapshot_partitions", "unusable_reason", "verify_snapshot"]
 
 
 def unusable_reason(
@@ -206,3 +206,14 @@ def verify_snapshot(blob: BlobStore, layout: SnapshotLayout, index: SnapshotInde
     checksums; the first problem found, or ``None``."""
     with tempfile.TemporaryDirectory(prefix="samzapy-verify-") as tmp:
         return _download_verified(blob, layout, index, Path(tmp))
+
+
+def snapshot_partitions(blob: BlobStore, job_label: str, store: str) -> list[int]:
+    """The task partitions that have anything of ``store`` in the blob store (sorted)."""
+    found = set()
+    prefix = f"{job_label}/{store}/"
+    for info in blob.list(prefix):
+        partition = partition_of(Path(info.key[len(prefix) :].split("/", 1)[0]))
+        if partition is not None:
+            found.add(partition)
+    return sorted(found)

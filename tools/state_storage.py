@@ -222,3 +222,13 @@ def _register_state_data() -> None:
 
 
 _register_state_data()
+
+
+def _register_snapshots() -> None:
+    """``snapshots list|verify`` live in :mod:`samzapy.tools.snapshots`."""
+    from samzapy.tools.snapshots import snapshots
+
+    main.add_command(snapshots)
+
+
+_register_snapshots()
