@@ -1,7 +1,8 @@
 """samzapy: a Python stream processor in the Apache Samza mould.
 
-The public API: the task interfaces and envelopes (``samzapy.task``), stream names
-(``samzapy.streams``) and the store API (``samzapy.stores.KeyValueStore``).
+The public API: pipelines (``samzapy.App`` and the stages, ``samzapy.pipeline``), the task
+interfaces and envelopes (``samzapy.task``), stream names (``samzapy.streams``) and the store
+API (``samzapy.stores.KeyValueStore``).
 """
 
 from samzapy.streams import SystemStream, SystemStreamPartition
@@ -34,3 +35,20 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+#: The pipeline API (``samzapy.App``, ``samzapy.tumbling``...), imported on first use so that
+#: ``import samzapy`` stays cheap for tasks (docs/pipelines.md).
+_PIPELINE_NAMES = frozenset(
+    "App GlobalTable PipelineError Stream Table aggregate count count_window days hopping hours "
+    "integer json long max milliseconds min minutes raw reduce seconds session sliding store "
+    "string sum tumbling".split()
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _PIPELINE_NAMES:
+        from samzapy import pipeline
+
+        return getattr(pipeline, name)
+    msg = f"module 'samzapy' has no attribute {name!r}"
+    raise AttributeError(msg)

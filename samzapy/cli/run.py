@@ -65,11 +65,17 @@ def run(
     take_over: bool,
     metrics_file: Path | None,
 ) -> None:
-    """Run the job described by CONFIG (a .properties file; or --config-path CONFIG)."""
+    """Run the job described by CONFIG (a .properties file; or --config-path CONFIG), or the
+    pipeline CONFIG names (app.py or package.module:app; --config-path then adds a
+    .properties file for the rest)."""
     from samzapy.config import load_config, parse_job_config
+    from samzapy.pipeline.loader import is_app_spec, pipeline_job
 
-    loaded = load_config(one_config_path(config, config_path), overrides)
-    job = parse_job_config(loaded, check_task_class=True)
+    if config is not None and is_app_spec(config):
+        job = pipeline_job(config, overrides, config_path)
+    else:
+        loaded = load_config(one_config_path(config, config_path), overrides)
+        job = parse_job_config(loaded, check_task_class=True)
     with _one_copy(job, container_id, take_over):
         _run_container(job, container_id, exit_at_end, metrics_file, instance_id)
 

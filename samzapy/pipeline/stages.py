@@ -467,7 +467,7 @@ class StreamJoinStage(Clock):
         super().__init__(task, node)
         self.left_store, self.right_store, self.expiry, self.time_store = stores
         self.serde = key_serde
-        self.sides = [_JoinSide(self, "left"), _JoinSide(self, "right")]
+        self.sides = [JoinSide(self, "left"), JoinSide(self, "right")]
 
     def start(self, sources: list[str]) -> None:
         """Build the operator, once the sources are known."""
@@ -517,12 +517,15 @@ class StreamJoinStage(Clock):
             self.emit(self.serde.from_bytes(r.key), r.value, ts, r.id)
 
 
-class _JoinSide(Stage):
+class JoinSide(Stage):
+    """One side of a stream-stream join: what the side's stream pushes into."""
+
     def __init__(self, join: StreamJoinStage, side: str) -> None:
         super().__init__(join.task, join.node)
         self.join, self.side = join, side
 
     def push(self, key: Any, value: Any, ts: int, rid: str | None) -> None:
+        """Add the record to its side."""
         self.join.add(self.side, key, value, ts, rid)
 
 

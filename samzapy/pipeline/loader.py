@@ -1,0 +1,186 @@
+"""Finding a pipeline app and turning it into a validated job: what ``samzapy run app.py``,
+``samzapy run package.module:app`` and ``samzapy describe`` call.
+
+An app spec is a Python file (``app.py``, optionally ``app.py:name``) or an importable
+``module:attribute`` (``module`` alone when it defines exactly one :class:`App`). A file is
+imported as the module of its stem with its directory first on ``sys.path`` (so its sibling
+modules import), once per process: the task instances of a container find the same app.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from samzapy.config.properties import Config, parse_overrides, read_properties
+from samzapy.errors import ConfigError
+from samzapy.pipeline.api import App, PipelineError
+from samzapy.pipeline.compiler import TASKS_KEY
+
+log = logging.getLogger(__name__)
+
+_loaded: dict[str, App] = {}
+
+
+def is_app_spec(target: str) -> bool:
+    """Whether a ``samzapy run`` target names an app (not a ``.properties`` file).
+
+    >>> is_app_spec("app.py"), is_app_spec("jobs.counts:app"), is_app_spec("job.properties")
+    (True, True, False)
+    """
+    path = target.partition(":")[0] if not Path(target).exists() else target
+    if path.endswith(".py"):
+        return True
+    return ":" in target and not target.startswith("file:") and not path.endswith(".properties")
+
+
+def _split_file(spec: str) -> tuple[Path, str | None]:
+    if Path(spec).is_file():
+        return Path(spec), None
+    head, _, attr = spec.rpartition(":")
+    return Path(head), attr or None
+
+
+def load_app(spec: str, location: str = "--") -> App:
+    """The :class:`App` named by ``spec`` (see the module); imported once per process.
+
+    Raises:
+        ConfigError: the file or module is missing, raised while importing (with its line),
+            or defines no app (or several, without naming one).
+    """
+    found = _loaded.get(spec)
+    if found is not None:
+        return found
+    if spec.partition(":")[0].endswith(".py") or Path(spec).suffix == ".py":
+        module, attr = _import_file(spec, location)
+    else:
+        from samzapy.config.user_code import import_object
+
+        module_name, _, attr_name = spec.partition(":")
+        if attr_name:
+            obj = import_object(spec, APP_SPEC_KEY, location, "App")
+            return _remember(spec, _as_app(obj, spec))
+        import_object(f"{module_name}:__name__", APP_SPEC_KEY, location)  # its errors, located
+        module, attr = sys.modules[module_name], None
+    return _remember(spec, _find_app(module, attr, spec))
+
+
+APP_SPEC_KEY = "pipeline.app"
+
+
+def _remember(spec: str, app: App) -> App:
+    _loaded[spec] = app
+    return app
+
+
+def _import_file(spec: str, location: str) -> tuple[Any, str | None]:
+    path, attr = _split_file(spec)
+    if not path.is_file():
+        msg = f"no app file '{path}' ({location}): give a Python file (app.py) or module:attribute"
+        raise ConfigError(msg)
+    path = path.resolve()
+    name = path.stem
+    existing = sys.modules.get(name)
+    if existing is not None and Path(getattr(existing, "__file__", "") or "").resolve() == path:
+        return existing, attr
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except PipelineError:
+        del sys.modules[name]
+        raise
+    except Exception as exc:
+        del sys.modules[name]
+        from samzapy.user_code import user_line
+
+        msg = f"importing the app {path.name} raised {type(exc).__name__}: {exc} (at {user_line(exc)})"
+        raise ConfigError(msg) from exc
+    return module, attr
+
+
+def _as_app(obj: object, spec: str) -> App:
+    if not isinstance(obj, App):
+        msg = f"'{spec}' is a {type(obj).__name__}, not a samzapy.App"
+        raise ConfigError(msg)
+    return obj
+
+
+def _find_app(module: Any, attr: str | None, spec: str) -> App:
+    if attr is not None:
+        if not hasattr(module, attr):
+            msg = f"'{spec}': the module has no attribute '{attr}'"
+            raise ConfigError(msg)
+        return _as_app(getattr(module, attr), spec)
+    apps = {name: obj for name, obj in vars(module).items() if isinstance(obj, App)}
+    if len(apps) == 1:
+        return next(iter(apps.values()))
+    if not apps:
+        msg = f"'{spec}' defines no samzapy.App: write app = samzapy.App('my-job') in it"
+        raise ConfigError(msg)
+    msg = f"'{spec}' defines several apps ({', '.join(sorted(apps))}): name one, as {spec}:{sorted(apps)[0]}"
+    raise ConfigError(msg)
+
+
+def app_spec_for_tasks(spec: str) -> str:
+    """``spec`` as the tasks (and Spark workers) load it: files by absolute path."""
+    path, attr = _split_file(spec)
+    if path.suffix == ".py" and path.is_file():
+        resolved = str(path.resolve())
+        return f"{resolved}:{attr}" if attr else resolved
+    return spec
+
+
+def pipeline_config(spec: str, overrides: Sequence[str] = (), properties: str | None = None) -> Config:
+    """The raw job configuration of the app ``spec``: the plan's keys (located at the user's
+    lines), then an optional ``.properties`` file, then ``--config`` overrides."""
+    app = load_app(spec)
+    plan = app.plan()
+    path, _ = _split_file(spec)
+    source = str(path) if path.suffix == ".py" else spec
+    entries = plan.properties(source, app_spec_for_tasks(spec))
+    if properties is not None:
+        entries = [*entries, *read_properties(properties)]
+    base = Path(source).resolve().parent if path.suffix == ".py" else None
+    config = Config(entries, source=source, base_dir=base)
+    parsed = parse_overrides(overrides)
+    return config.with_overrides(parsed) if parsed else config
+
+
+def pipeline_job(spec: str, overrides: Sequence[str] = (), properties: str | None = None) -> Any:
+    """The validated :class:`~samzapy.config.JobConfig` of the app, with the partition count
+    of its intermediate topics learnt from its inputs (as Samza's planner does), and its plan
+    checked against the recorded one (:mod:`samzapy.pipeline.plan_check`)."""
+    from samzapy.config import parse_job_config
+
+    config = pipeline_config(spec, overrides, properties)
+    job = parse_job_config(config, check_task_class=True)  # every problem, before any connection
+    plan = load_app(spec).plan()
+    if plan.intermediates and TASKS_KEY not in config:
+        count = _task_count(job, plan)
+        extra = {f"systems.kafka.streams.{t}.partitions": count for t in plan.intermediates.values()}
+        config = config.with_overrides({**extra, TASKS_KEY: count})
+        job = parse_job_config(config, check_task_class=True)
+    return job
+
+
+def _task_count(job: Any, plan: Any) -> int:
+    """The most partitions of the app's source topics (1 when none exists yet)."""
+    from samzapy.kafka.admin import TopicAdmin
+    from samzapy.kafka.broker import resolve_bootstrap_servers
+
+    with TopicAdmin(resolve_bootstrap_servers(job.producer_bootstrap_servers)) as admin:
+        counts = [admin.partition_count(topic) for topic in plan.sources]
+    known = [c for c in counts if c]
+    if not known:
+        log.warning("none of the app's input topics exists yet: intermediate topics get 1 partition")
+    return max(known or [1])

@@ -1,0 +1,179 @@
+"""Running a pipeline in-process in a test: every task of the job over one in-memory broker.
+
+:class:`PipelineHarness` compiles the app, and runs one :class:`samzapy.testing.TaskHarness`
+(the real runtime: task instance, stores, changelogs, commit, restore) per partition over a
+shared :class:`samzapy.testing.MemoryBroker`. Inputs go to the partition of their key (Kafka's
+partitioner); what a task writes to an intermediate topic is processed by the task of that
+partition, until nothing is left. Outputs and stores are read back decoded.
+
+Examples:
+    >>> import samzapy
+    >>> from samzapy.pipeline.testing import PipelineHarness
+    >>> app = samzapy.App("doc-demo")
+    >>> _ = app.stream("words").map(str.upper).to("upper")
+    >>> with PipelineHarness(app, partitions=2) as h:
+    ...     h.send_all("words", [("a", "x"), ("b", "y")])
+    ...     sorted(h.outputs("upper"))
+    [('a', 'X'), ('b', 'Y')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from samzapy.config.properties import Config
+from samzapy.kafka.partitioner import partition_for_key
+from samzapy.operators.event_time import CONTROL_HEADER, END_OF_STREAM, WATERMARK
+from samzapy.pipeline.api import App
+from samzapy.pipeline.compiler import TASKS_KEY
+from samzapy.pipeline.task import PipelineTask
+from samzapy.streams import SystemStream
+from samzapy.testing import MemoryBroker, TaskHarness, distinct_by_id
+
+
+class PipelineHarness:
+    """Every task of a pipeline in-process (see the module).
+
+    Args:
+        app: the pipeline.
+        partitions: the partition count of every topic (inputs, intermediate topics,
+            outputs, changelogs): the job's task count.
+        config: extra job properties (e.g. ``{"task.commit.ms": 1000}``).
+    """
+
+    def __init__(self, app: App, *, partitions: int = 1, config: dict[str, Any] | None = None) -> None:
+        self.app = app
+        self.plan = app.plan()
+        self.partitions = partitions
+        entries = self.plan.properties("<test>", "<harness>")
+        extra = {
+            f"systems.kafka.streams.{t}.partitions": partitions for t in self.plan.intermediates.values()
+        }
+        extra[TASKS_KEY] = partitions
+        self.config = Config(entries).with_overrides({**extra, **(config or {})})
+        self.broker = MemoryBroker(default_partitions=partitions)
+        task_class = type(f"PipelineTask_{app.name}", (PipelineTask,), {"plan": self.plan})
+        self.tasks = [
+            TaskHarness(task_class, self.config, partition=p, broker=self.broker, loopback=True)
+            for p in range(partitions)
+        ]
+        self._serdes = self.tasks[0].serdes
+
+    def __enter__(self) -> PipelineHarness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ input
+    def send(
+        self, topic: str, key: Any, value: Any, *, timestamp: int = 0, partition: int | None = None
+    ) -> None:
+        """Append one record to ``topic`` (the partition of its key unless given) and run."""
+        self._append(topic, key, value, timestamp=timestamp, partition=partition)
+        self.run()
+
+    def send_all(self, topic: str, records: Iterable[Any], *, timestamp: Any = None) -> None:
+        """Append records (``(key, value)`` pairs, or ``(key, value, timestamp)``) in order, then
+        run; ``timestamp`` may be a function of the value."""
+        for record in records:
+            key, value, *rest = record
+            ts = rest[0] if rest else (timestamp(value) if callable(timestamp) else timestamp or 0)
+            self._append(topic, key, value, timestamp=ts, partition=None)
+        self.run()
+
+    def _append(self, topic: str, key: Any, value: Any, *, timestamp: int, partition: int | None) -> None:
+        stream = SystemStream("kafka", topic)
+        key_serde, msg_serde = self._serdes.for_stream(stream)
+        raw_key = key if key_serde is None or key is None else key_serde.to_bytes(key)
+        raw = value if msg_serde is None or value is None else msg_serde.to_bytes(value)
+        if partition is None:
+            partition = partition_for_key(raw_key, self.partitions) if isinstance(raw_key, bytes) else 0
+        self.broker.append(topic, partition, raw_key, raw, timestamp=timestamp)
+
+    def end_of_stream(self, topic: str | None = None) -> None:
+        """An end-of-stream control record in every partition of ``topic`` (default: every
+        source), then run: event-time stages close what they hold."""
+        self._control(topic, END_OF_STREAM, {"control": "end-of-stream"})
+
+    def advance_event_time(self, time_ms: int, topic: str | None = None) -> None:
+        """A watermark control record (event time reached ``time_ms``) in every partition of
+        ``topic`` (default: every source), then run."""
+        self._control(topic, WATERMARK, {"control": "watermark", "watermark": time_ms})
+
+    def _control(self, topic: str | None, kind: bytes, body: dict[str, Any]) -> None:
+        for name in [topic] if topic else list(self.plan.sources):
+            _, msg_serde = self._serdes.for_stream(SystemStream("kafka", name))
+            raw = msg_serde.to_bytes(body) if msg_serde is not None else body
+            for p in range(self.partitions):
+                self.broker.append(name, p, None, raw, headers=[(CONTROL_HEADER, kind)])
+        self.run()
+
+    # ------------------------------------------------------------------ running
+    def run(self) -> int:
+        """Process what every running task has not processed yet, until nothing is left."""
+        total = 0
+        while True:
+            done = sum(h.process_available() for h in self.tasks)
+            total += done
+            if not done:
+                return total
+
+    def window(self) -> None:
+        """Every running task's ``window()`` once, then :meth:`run` (a task's re-keyed records
+        and broadcast progress reach the others)."""
+        for h in self.tasks:
+            if h.state == "running":
+                h.window()
+        self.run()
+
+    def commit(self) -> None:
+        """Commit every running task."""
+        for h in self.tasks:
+            if h.state == "running":
+                h.commit()
+
+    def crash(self, partition: int | None = None, **kw: Any) -> None:
+        """Crash one task (or all), as ``kill -9`` (:meth:`TaskHarness.crash`)."""
+        for h in self.tasks if partition is None else [self.tasks[partition]]:
+            if h.state == "running":
+                h.crash(**kw)
+
+    def restart(self, partition: int | None = None) -> None:
+        """Restart one task (or all): stores restored from their changelogs to the last
+        checkpoint, input read again from it; then run."""
+        for h in self.tasks if partition is None else [self.tasks[partition]]:
+            h.restart()
+        self.run()
+
+    # ------------------------------------------------------------------ reading back
+    def records(self, topic: str) -> list[Any]:
+        """The broker's records of ``topic`` (all partitions, in the order taken; duplicates
+        a restart re-sent are kept)."""
+        return self.broker.records(topic)
+
+    def outputs(self, topic: str) -> list[tuple[Any, Any]]:
+        """The (key, value) of each distinct output of ``topic`` (by ``samzapy.id``),
+        decoded with the topic's serdes, in the order the broker took them."""
+        key_serde, msg_serde = self._serdes.for_stream(SystemStream("kafka", topic))
+        kept = distinct_by_id(self.records(topic)).values()
+        ordered = sorted(kept, key=lambda r: r.sequence)
+        return [(_decode(key_serde, r.key), _decode(msg_serde, r.value)) for r in ordered]
+
+    def store(self, name: str) -> dict[Any, Any]:
+        """The contents of store ``name`` over every task, decoded with its serdes."""
+        found: dict[Any, Any] = {}
+        for h in self.tasks:
+            with h.stores[name].all() as entries:
+                found.update((k, v) for k, v in entries)
+        return found
+
+    def close(self) -> None:
+        """Close every task harness."""
+        for h in self.tasks:
+            h.close()
+
+
+def _decode(serde: Any, data: Any) -> Any:
+    return data if serde is None or data is None else serde.from_bytes(data)
