@@ -23,8 +23,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from benchmarks._common import Result, arguments, raw_consume
 from samzapy.config.model import StoreConfig
 from samzapy.kafka import broker as dev_broker
+from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.metrics import MetricsGroup
-from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
 from samzapy.streams import SystemStream
 

@@ -30,9 +30,9 @@ from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
 from samzapy.config import Config, parse_job_config
 from samzapy.kafka import broker as dev_broker
 from samzapy.kafka.admin import TopicAdmin
+from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.kafka.producer import Producer
 from samzapy.metrics import MetricsGroup
-from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
 from samzapy.stores.paths import store_dir
 from samzapy.stores.rocksdb import RocksDBStore

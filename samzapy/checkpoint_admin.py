@@ -24,15 +24,13 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kafka import TopicPartition
-from kafka.consumer.fetcher import ConsumerRecord
-
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
 from samzapy.config import JobConfig
 from samzapy.errors import BadArgumentError, CheckpointError
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.producer import Producer
 from samzapy.kafka.reading import read_partition, reader_consumer
+from samzapy.records import Record, TopicPartition
 from samzapy.streams import SystemStreamPartition, task_name_for
 
 log = logging.getLogger(__name__)
@@ -197,7 +195,7 @@ class CheckpointAdmin:
             self._ends[tp] = end
         return self._ends[tp]
 
-    def _first_record(self, tp: TopicPartition, offset: int, stop: int) -> list[ConsumerRecord]:
+    def _first_record(self, tp: TopicPartition, offset: int, stop: int) -> list[Record]:
         """The first fetched batch of records at or after ``offset`` and below ``stop``."""
         for batch in read_partition(self._consumer, tp, offset, stop):
             if batch:

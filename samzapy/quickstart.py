@@ -52,10 +52,9 @@ def _run_job(name: str, servers: str, state_dir: Path) -> None:
 
 
 def _read_topic(servers: str, topic: str) -> list[dict]:
-    from kafka import TopicPartition
-
     from samzapy.kafka.admin import TopicAdmin
     from samzapy.kafka.reading import read_partition, reader_consumer
+    from samzapy.records import TopicPartition
 
     with TopicAdmin(servers) as admin:
         partitions = admin.partition_count(topic) or 0

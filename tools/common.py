@@ -18,8 +18,8 @@ from samzapy.config import Config, JobConfig, StoreConfig, load_config, parse_jo
 from samzapy.errors import BadArgumentError, ConfigError, SamzapyError
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
+from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.kafka.reading import batch_bytes
-from samzapy.stores.changelog import KafkaChangelog
 
 
 class ToolError(SamzapyError):

@@ -17,9 +17,9 @@ _CLIENTS = {"consumer": "KafkaConsumer", "producer": "KafkaProducer"}
 
 def accepted_settings(role: str) -> frozenset[str]:
     """The setting names kafka-python's client for ``role`` (consumer, producer) accepts."""
-    import kafka  # type: ignore[import-untyped]  # kafka-python ships no types
+    from samzapy.kafka.consumer import accepted_settings as client_accepts
 
-    return frozenset(getattr(kafka, _CLIENTS[role]).DEFAULT_CONFIG)
+    return client_accepts(role)
 
 
 def check_client_settings(check: Validation) -> None:

@@ -50,12 +50,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.consumer.fetcher import ConsumerRecord
-
 from samzapy.container.envelopes import envelope_of
 from samzapy.container.error_policy import ErrorPolicy, MessageFailure, storage_failure_in
 from samzapy.container.offset_tracker import OffsetTracker
 from samzapy.container.task_instance import TaskInstance
+from samzapy.records import Record
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import AsyncStreamTask, IncomingMessageEnvelope, OutgoingMessageEnvelope
 
@@ -70,7 +69,7 @@ class _Held:
     """One message taken in by a task and not done yet."""
 
     ssp: SystemStreamPartition
-    record: ConsumerRecord
+    record: Record
     envelope: IncomingMessageEnvelope
     tracker: OffsetTracker
 
@@ -138,7 +137,7 @@ class AsyncTaskRunner:
             self.trackers[ssp] = OffsetTracker(offset)
 
     # ----------------------------------------------------------------- admit
-    def admit(self, ssp: SystemStreamPartition, record: ConsumerRecord) -> None:
+    def admit(self, ssp: SystemStreamPartition, record: Record) -> None:
         """Take in one record (the caller makes sure there is room)."""
         tracker = self.trackers[ssp]
         tracker.start(record.offset)
@@ -156,10 +155,10 @@ class AsyncTaskRunner:
         if self._workers[lane] is None:
             self._workers[lane] = self._loop.create_task(self._run_lane(lane))
 
-    def _envelope(self, ssp: SystemStreamPartition, record: ConsumerRecord) -> IncomingMessageEnvelope:
+    def _envelope(self, ssp: SystemStreamPartition, record: Record) -> IncomingMessageEnvelope:
         return envelope_of(ssp, record, *self.instance.input_serdes[ssp])
 
-    def _lane_of(self, record: ConsumerRecord) -> int:
+    def _lane_of(self, record: Record) -> int:
         lanes = len(self._lanes)
         if lanes == 1:
             return 0
@@ -240,7 +239,7 @@ class AsyncTaskRunner:
     def _finish_failed(
         self,
         ssp: SystemStreamPartition,
-        record: ConsumerRecord,
+        record: Record,
         tracker: OffsetTracker,
         exc: BaseException,
         what: str,
@@ -329,7 +328,7 @@ class AsyncRunner:
         room = min(r.free for r in self.runners.values())
         return max(1, min(default, room))
 
-    def submit(self, ssp: SystemStreamPartition, task: TaskInstance, records: list[ConsumerRecord]) -> None:
+    def submit(self, ssp: SystemStreamPartition, task: TaskInstance, records: list[Record]) -> None:
         """Admit ``records`` of ``ssp``, running the loop while the task is full."""
         runner = self.runners[id(task)]
         for record in records:

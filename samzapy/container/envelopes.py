@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.consumer.fetcher import ConsumerRecord
-
+from samzapy.records import Record
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import IncomingMessageEnvelope
 
 
 def envelope_of(
-    ssp: SystemStreamPartition, record: ConsumerRecord, key_serde: Any, msg_serde: Any
+    ssp: SystemStreamPartition, record: Record, key_serde: Any, msg_serde: Any
 ) -> IncomingMessageEnvelope:
     """The envelope of ``record`` with key and message deserialised (a ``None`` serde or a
     ``None`` key/value is passed through as it is).

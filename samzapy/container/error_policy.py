@@ -31,11 +31,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kafka.consumer.fetcher import ConsumerRecord
-
 from samzapy.errors import StorageFailure, TaskError
 from samzapy.kafka.producer import RecordTooLargeError
 from samzapy.metrics import MetricsGroup
+from samzapy.records import Record
 from samzapy.streams import SystemStreamPartition
 from samzapy.user_code import log_user_traceback, user_line
 
@@ -159,7 +158,7 @@ class ErrorPolicy:
         counts: FailureCounts,
         task_name: str,
         ssp: SystemStreamPartition,
-        record: ConsumerRecord,
+        record: Record,
         exc: BaseException,
         what: str,
         *,
@@ -199,7 +198,7 @@ class ErrorPolicy:
         self,
         counts: FailureCounts,
         ssp: SystemStreamPartition,
-        record: ConsumerRecord,
+        record: Record,
         cause: str,
         where: str,
     ) -> None:
@@ -222,7 +221,7 @@ class ErrorPolicy:
             log.warning("sent the message at %s to %s: %s", where, self.dead_letter, cause)
         counts.dead_lettered.inc()
 
-    def dead_letter_send(self, ssp: SystemStreamPartition, record: ConsumerRecord, cause: str) -> None:
+    def dead_letter_send(self, ssp: SystemStreamPartition, record: Record, cause: str) -> None:
         """Send the raw record to the dead-letter stream with the error in its headers.
 
         Raises:
@@ -232,7 +231,7 @@ class ErrorPolicy:
         self._producer.send(self.dead_letter.stream, record.key, record.value, headers=headers)
 
     def _send_reference(
-        self, ssp: SystemStreamPartition, record: ConsumerRecord, cause: str, too_large: RecordTooLargeError
+        self, ssp: SystemStreamPartition, record: Record, cause: str, too_large: RecordTooLargeError
     ) -> None:
         key = record.key
         value = record.value
@@ -250,10 +249,10 @@ class ErrorPolicy:
         )
 
 
-def _error_headers(ssp: SystemStreamPartition, record: ConsumerRecord, cause: str) -> list[tuple[str, bytes]]:
+def _error_headers(ssp: SystemStreamPartition, record: Record, cause: str) -> list[tuple[str, bytes]]:
     source = f"{ssp.system}.{ssp.stream}/{ssp.partition}/{record.offset}"
     return [(ERROR_HEADER, cause.encode()), (SOURCE_HEADER, source.encode())]
 
 
-def _size(record: ConsumerRecord) -> int:
+def _size(record: Record) -> int:
     return len(record.key or b"") + len(record.value or b"")

@@ -48,11 +48,10 @@ import socket
 import uuid
 from typing import Any
 
-from kafka import TopicPartition
-
 from samzapy.checkpoint import CheckpointFold, TaskCheckpoint
 from samzapy.errors import CheckpointError
 from samzapy.kafka.reading import read_partition, reader_consumer
+from samzapy.records import TopicPartition
 
 log = logging.getLogger(__name__)
 

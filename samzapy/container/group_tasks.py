@@ -36,6 +36,7 @@ from samzapy.container.startup import input_partitions
 from samzapy.coordinator.assignor import LocalState, TaskAssignment
 from samzapy.coordinator.group import GroupMembership
 from samzapy.errors import ConfigError
+from samzapy.records import TopicPartition
 from samzapy.reporters.container_metrics import register_input_gauges, register_task_gauges
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import AsyncStreamTask
@@ -339,9 +340,7 @@ class GroupTasks:
     # ----------------------------------------------------------------- commit and close
     def commit_offsets(self) -> None:
         """Commit the tasks' input offsets to the group too (lag monitors read them)."""
-        from kafka import TopicPartition
-
-        offsets: dict[Any, int] = {}
+        offsets: dict[TopicPartition, int] = {}
         for ssp, offset in positions(self._c.tasks).items():
             assert isinstance(ssp, SystemStreamPartition)
             offsets[TopicPartition(ssp.stream, ssp.partition)] = offset

@@ -8,9 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.consumer.fetcher import ConsumerRecord
-
+from samzapy.kafka.consumer import Consumer
+from samzapy.records import Record, TopicPartition
 from samzapy.streams import SystemStreamPartition
 
 log = logging.getLogger(__name__)
@@ -45,7 +44,7 @@ class Inputs:
     records of one poll, streams of higher ``samza.priority`` are delivered first.
     """
 
-    def __init__(self, consumer: KafkaConsumer, partitions: list[InputPartition]) -> None:
+    def __init__(self, consumer: Consumer, partitions: list[InputPartition]) -> None:
         self.consumer = consumer
         self.partitions = {p.tp: p for p in partitions}
         self._order = {p.tp: (-int(p.bootstrap), -p.priority, p.tp.topic, p.tp.partition) for p in partitions}
@@ -91,7 +90,7 @@ class Inputs:
             self._order[part.tp] = (-int(part.bootstrap), -part.priority, part.tp.topic, part.tp.partition)
         self._reassign(position, force=True)
 
-    def poll(self, timeout_ms: int, max_records: int) -> list[tuple[InputPartition, list[ConsumerRecord]]]:
+    def poll(self, timeout_ms: int, max_records: int) -> list[tuple[InputPartition, list[Record]]]:
         """One poll: the records per partition in delivery order (bootstrap, then priority)."""
         if not self._assigned:  # a member with no task yet: kafka-python refuses to poll nothing
             time.sleep(timeout_ms / 1000)

@@ -53,6 +53,7 @@ from samzapy.errors import SamzapyError, StorageFailure
 from samzapy.health import ContainerStatus
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
+from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.kafka.outage import BrokerWait, StoppedDuringOutage
 from samzapy.kafka.producer import FlushTimeout, Producer
 from samzapy.metrics import MetricsRegistry
@@ -62,7 +63,6 @@ from samzapy.reporters import Reporters, register_container_gauges
 from samzapy.reporters.container_metrics import forget_input_gauges
 from samzapy.serdes import SerdeResolver
 from samzapy.status import RunningStatus, start_status
-from samzapy.stores.changelog import KafkaChangelog
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 
 log = logging.getLogger(__name__)

@@ -18,11 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kafka.consumer.fetcher import ConsumerRecord
-
 from samzapy.config.model import Processor
 from samzapy.container.envelopes import envelope_of
 from samzapy.errors import TaskError
+from samzapy.records import Record
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import IncomingMessageEnvelope
 
@@ -82,9 +81,7 @@ class RecordWriter:
         self.store = store
         self.skipped = 0  # records without a key (the default processor cannot store them)
 
-    def writes(
-        self, system: str, topic: str, partition: int, records: list[ConsumerRecord]
-    ) -> dict[bytes, Any]:
+    def writes(self, system: str, topic: str, partition: int, records: list[Record]) -> dict[bytes, Any]:
         """The writes of ``records``, last write per key; ``None`` values delete."""
         pending: dict[bytes, bytes | None] = {}
         if self.processor is None:
@@ -111,7 +108,7 @@ class RecordWriter:
                 raise TaskError(msg) from exc
         return pending
 
-    def _envelope(self, ssp: SystemStreamPartition, record: ConsumerRecord) -> IncomingMessageEnvelope:
+    def _envelope(self, ssp: SystemStreamPartition, record: Record) -> IncomingMessageEnvelope:
         return envelope_of(ssp, record, *self.stream_serdes[ssp.stream])
 
 

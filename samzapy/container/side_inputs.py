@@ -31,16 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.errors import OffsetOutOfRangeError
-
 from samzapy.config.model import JobConfig, StoreConfig
 from samzapy.container.side_input_processor import RecordWriter
 from samzapy.crashpoints import crash_point
 from samzapy.errors import KafkaSystemError
+from samzapy.kafka.consumer import Consumer, OffsetOutOfRangeError
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.kafka.settings import client_settings
 from samzapy.metrics import MetricsGroup, MetricsRegistry
+from samzapy.records import TopicPartition
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.paths import global_label, global_store_dir, store_dir
@@ -101,7 +100,7 @@ class SideInputs:
 
     def __init__(
         self,
-        consumer: KafkaConsumer | None,
+        consumer: Consumer | None,
         targets: list[SideInputTarget],
         by_task: dict[tuple[str, int], StorageEngine[Any, Any]],
     ) -> None:
@@ -257,7 +256,7 @@ class SideInputs:
                 target.store.close()
 
 
-def _partition_counts(consumer: KafkaConsumer, config: StoreConfig) -> dict[str, int]:
+def _partition_counts(consumer: Consumer, config: StoreConfig) -> dict[str, int]:
     counts: dict[str, int] = {}
     for stream in config.side_inputs:
         found = consumer.partitions_for_topic(stream.stream)

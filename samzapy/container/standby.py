@@ -36,8 +36,6 @@ import threading
 import time
 from typing import Any
 
-from kafka import TopicPartition
-
 from samzapy.checkpoint import CheckpointFold
 from samzapy.config import JobConfig
 from samzapy.container.assignment import standby_tasks_of
@@ -46,6 +44,7 @@ from samzapy.errors import CheckpointError
 from samzapy.health import ContainerStatus
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.metrics import MetricsRegistry
+from samzapy.records import TopicPartition
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import store_dir
 from samzapy.streams import task_name_for

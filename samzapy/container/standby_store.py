@@ -29,8 +29,8 @@ from pathlib import Path
 from samzapy.checkpoint import ChangelogFence
 from samzapy.config.model import StoreConfig
 from samzapy.errors import StoreLockedError
+from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.metrics import MetricsGroup
-from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import rocksdb_options
 from samzapy.stores.paths import standby_dir

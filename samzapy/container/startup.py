@@ -6,14 +6,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kafka import TopicPartition
-
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import JobConfig
 from samzapy.container.inputs import InputPartition, Inputs
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka.reading import reader_consumer, true_end_offsets
 from samzapy.kafka.settings import client_settings
+from samzapy.records import TopicPartition
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 
 log = logging.getLogger(__name__)

@@ -6,11 +6,10 @@ import logging
 import time
 from typing import Any
 
-from kafka.consumer.fetcher import ConsumerRecord
-
 from samzapy.container.collector import TaskCollector
 from samzapy.container.error_policy import ErrorPolicy, FailureCounts
 from samzapy.metrics import MetricsGroup
+from samzapy.records import Record
 from samzapy.stores.engine import StorageEngine
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import ClosableTask, IncomingMessageEnvelope, InitableTask, WindowableTask
@@ -83,9 +82,7 @@ class TaskInstance:
         if isinstance(self.task, InitableTask) or hasattr(self.task, "init"):
             self.task.init(context)
 
-    def process_records(
-        self, ssp: SystemStreamPartition, records: list[ConsumerRecord], start: int = 0
-    ) -> int:
+    def process_records(self, ssp: SystemStreamPartition, records: list[Record], start: int = 0) -> int:
         """Process ``records[start:]`` of ``ssp`` in order, advancing the task's offset for each.
 
         Returns the index after the last record processed: processing stops early, right
@@ -150,7 +147,7 @@ class TaskInstance:
     def _fail(
         self,
         ssp: SystemStreamPartition,
-        record: ConsumerRecord,
+        record: Record,
         exc: BaseException,
         what: str,
         *,

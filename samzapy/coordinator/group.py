@@ -35,8 +35,8 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, T
 from kafka.errors import KafkaError
 
 from samzapy.config import JobConfig
-from samzapy.coordinator import client_state
 from samzapy.coordinator.assignor import LocalState, TaskAssignment, TaskAssignor
+from samzapy.kafka import group_state
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class GroupMembership:
             auto_offset_reset="earliest",
         )
         self._consumer.subscribe(inputs, listener=self._notes)
-        self._state = client_state.coordinator_state(self._consumer)
+        self._state = group_state.coordinator_state(self._consumer)
         self._offsets_lock = threading.Lock()
         self._offsets_to_commit: dict[TopicPartition, int] | None = None
         self._lease_s = job.session_timeout_ms * LEASE_SHARE / 1000
@@ -193,7 +193,7 @@ class GroupMembership:
             job.session_timeout_ms,
             ", ".join(inputs),
         )
-        log.info(client_state.describe())
+        log.info(group_state.describe())
 
     def pause(self, partitions: list[TopicPartition]) -> None:
         """Never fetch ``partitions`` with the membership consumer."""
@@ -315,7 +315,8 @@ class GroupMembership:
         if not offsets or self.generation is None:  # in a rebalance: the next commit carries them
             return
         owned = set(self._consumer.assignment())
-        mine = {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items() if tp in owned}
+        # kafka-python wants its own TopicPartition; samzapy's compares equal (the in).
+        mine = {TopicPartition(*tp): OffsetAndMetadata(o, "", -1) for tp, o in offsets.items() if tp in owned}
         if not mine:
             return
         try:

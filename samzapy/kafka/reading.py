@@ -18,10 +18,9 @@ from collections.abc import Iterator, Sequence
 from operator import attrgetter
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.consumer.fetcher import ConsumerRecord
-
+from samzapy.kafka.consumer import Consumer
 from samzapy.kafka.fast_path_state import install_decoder, log_fast_paths
+from samzapy.records import Record, TopicPartition
 
 #: How long a poll must stay empty before the partition counts as read to its end.
 IDLE_POLL_MS = 300
@@ -33,7 +32,7 @@ def reader_consumer(
     c_decoder: bool = True,
     raw_records: bool = False,
     **overrides: Any,
-) -> KafkaConsumer:
+) -> Consumer:
     """A consumer tuned for bulk reads with manual ``assign()``: no group, no auto commit,
     large fetches, short broker-side waits so that "empty" is learnt quickly, and records
     decoded by the C decoder where it applies (:mod:`samzapy.kafka.fast_decode`; ``c_decoder=False``
@@ -54,7 +53,7 @@ def reader_consumer(
     }
     settings.update(overrides)
     log_fast_paths()
-    consumer = KafkaConsumer(**settings)
+    consumer = Consumer(**settings)
     if c_decoder:
         install_decoder(consumer, raw=raw_records)
     return consumer
@@ -74,23 +73,24 @@ def last_values(records: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
     return zip(map(_key_of, records), map(_value_of, records), strict=True)
 
 
-def end_offset(consumer: KafkaConsumer, tp: TopicPartition) -> int:
+def end_offset(consumer: Consumer, tp: TopicPartition) -> int:
     """The broker's reported end offset of ``tp``: a lower bound of the true end (see module doc)."""
     return consumer.end_offsets([tp])[tp]
 
 
 def read_partition(
-    consumer: KafkaConsumer,
+    consumer: Consumer,
     tp: TopicPartition,
     start: int,
     stop: int | None = None,
     idle_poll_ms: int = IDLE_POLL_MS,
-) -> Iterator[list[ConsumerRecord]]:
+) -> Iterator[list[Record]]:
     """Yield the records of ``tp`` from offset ``start`` in batches, in offset order.
 
     Stops before offset ``stop`` when it is given (records at or past it are not yielded),
     otherwise at the true end of the partition (see module doc). The consumer is assigned
-    ``tp`` alone for the duration of the read.
+    ``tp`` alone for the duration of the read. A ``raw_records`` consumer's records carry only
+    the :class:`~samzapy.records.OffsetRecord` fields and headers.
     """
     consumer.assign([tp])
     reported_end = end_offset(consumer, tp)
@@ -130,7 +130,7 @@ def read_partition(
             return
 
 
-def true_end_offset(consumer: KafkaConsumer, tp: TopicPartition) -> int:
+def true_end_offset(consumer: Consumer, tp: TopicPartition) -> int:
     """The offset the next record of ``tp`` will get: the reported end, corrected for brokers
     that undercount it (see module doc) by reading the rest of the last batch.
 
@@ -142,7 +142,7 @@ def true_end_offset(consumer: KafkaConsumer, tp: TopicPartition) -> int:
     return end
 
 
-def true_end_offsets(consumer: KafkaConsumer, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+def true_end_offsets(consumer: Consumer, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
     """:func:`true_end_offset` of every partition in ``tps``; an empty one (reported end 0:
     no batch at all) costs no fetch. ``consumer`` is left assigned to the last one read."""
     reported = consumer.end_offsets(tps) if tps else {}

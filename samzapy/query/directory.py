@@ -14,9 +14,8 @@ import threading
 import time
 from typing import Any
 
-from kafka import TopicPartition
-
 from samzapy.kafka.reading import read_partition, reader_consumer
+from samzapy.records import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -122,7 +122,7 @@ class KafkaReader(DataSourceReader):
 
     def partitions(self) -> list[OffsetRange]:
         """One range per Kafka partition, split by ``maxRecordsPerPartition`` when set."""
-        from kafka import TopicPartition
+        from samzapy.records import TopicPartition
 
         consumer = reader_consumer(self.servers)
         try:
@@ -195,7 +195,8 @@ def read_range_batches(
 ) -> Iterator[Any]:
     """Read ``topic``/``partition`` from ``start`` to ``stop`` (``None``: true end) as Arrow batches."""
     import pyarrow as pa
-    from kafka import TopicPartition
+
+    from samzapy.records import TopicPartition
 
     schema = arrow_schema()
     consumer = reader_consumer(servers)

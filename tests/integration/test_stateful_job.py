@@ -31,9 +31,9 @@ from support import (
 
 from samzapy.checkpoint import read_checkpoints
 from samzapy.config import Config, parse_job_config
+from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.metrics import MetricsGroup
 from samzapy.serdes import SerdeResolver
-from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
 
 pytestmark = pytest.mark.integration

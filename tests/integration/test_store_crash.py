@@ -15,8 +15,8 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from samzapy.config.model import StoreConfig
+from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.metrics import MetricsGroup
-from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
 from samzapy.streams import SystemStream
 
@@ -29,7 +29,7 @@ RESTORE = textwrap.dedent(
     from kafka import KafkaProducer
     from samzapy.config.model import StoreConfig
     from samzapy.metrics import MetricsGroup
-    from samzapy.stores.changelog import KafkaChangelog
+    from samzapy.kafka.changelog import KafkaChangelog
     from samzapy.stores.factory import build_store
     from samzapy.streams import SystemStream
 

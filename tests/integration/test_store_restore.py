@@ -14,8 +14,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from samzapy.config.model import StoreConfig
 from samzapy.errors import KafkaSystemError, RestoreError
+from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.metrics import MetricsGroup
-from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.checkpoints import LocalCheckpoints, checkpoints_dir
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store

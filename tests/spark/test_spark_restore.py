@@ -14,10 +14,10 @@ from support import metric_sum, read_metrics, run_job, write_config
 from samzapy.checkpoint import GENERATION_HEADER, CheckpointWriter, TaskCheckpoint
 from samzapy.config import load_config, parse_job_config
 from samzapy.kafka.admin import TopicAdmin
+from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.kafka.producer import Producer
 from samzapy.metrics import MetricsGroup
 from samzapy.spark.restore.bulk import restore_stores
-from samzapy.stores.changelog import KafkaChangelog
 from samzapy.stores.factory import build_store
 from samzapy.stores.rocksdb import RocksDBStore
 

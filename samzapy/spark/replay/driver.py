@@ -230,9 +230,8 @@ def plan_tasks(
     to_time: int | None,
 ) -> tuple[list[TaskPlan], int]:
     """Every task's input ranges, fixed now (module doc, step 1); and the task count."""
-    from kafka import TopicPartition
-
     from samzapy.kafka.reading import reader_consumer
+    from samzapy.records import TopicPartition
     from samzapy.spark.kafka_source import offset_for_time, true_end_offset
 
     consumer = reader_consumer(servers)

@@ -222,9 +222,8 @@ def _build_instance(
 
 def merged_records(plan: TaskPlan, servers: str, consumers: list[Any]) -> Iterator[tuple[int, Any]]:
     """``(input index, record)`` in delivery order (module doc); opened consumers go to ``consumers``."""
-    from kafka import TopicPartition
-
     from samzapy.kafka.reading import read_partition, reader_consumer
+    from samzapy.records import TopicPartition
 
     def records(index: int, rng: InputRange) -> Iterator[tuple[tuple[int, int, int, int], int, Any]]:
         consumer = reader_consumer(servers)
@@ -321,9 +320,8 @@ def publish_final_state(
     Reads the partition's live keys first (keys only, in memory), sends a tombstone for each
     one the store does not hold, then every entry of the store, and flushes.
     """
-    from kafka import TopicPartition
-
     from samzapy.kafka.reading import read_partition, reader_consumer
+    from samzapy.records import TopicPartition
     from samzapy.spark.kafka_source import true_end_offset
 
     tp = TopicPartition(topic, partition)

@@ -347,9 +347,8 @@ def _fenced(frame: Any, group: list[_Target]) -> Any:
 
 def _largest_range(targets: list[_Target], servers: str) -> int:
     """The most records any target's changelog range can hold (offsets from its start)."""
-    from kafka import TopicPartition
-
     from samzapy.kafka.reading import reader_consumer
+    from samzapy.records import TopicPartition
 
     tps = {t: TopicPartition(t.store.changelog.stream, t.partition) for t in targets if t.store.changelog}
     consumer = reader_consumer(servers)
@@ -390,9 +389,9 @@ class _PartitionReader:
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        from kafka import TopicPartition
 
         from samzapy.kafka.reading import read_partition, reader_consumer
+        from samzapy.records import TopicPartition
         from samzapy.spark.sst import executor_dir
 
         directory = executor_dir(self.handoff, self.staging)

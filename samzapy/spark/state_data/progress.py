@@ -83,9 +83,8 @@ class SparkProgress:
 def planned_records(servers: str, ranges: list[tuple[str, int, int | None]]) -> int:
     """Records in the (topic, partition, stop) ranges: from each start to ``stop`` or the
     reported end (a lower bound on the dev broker)."""
-    from kafka import TopicPartition
-
     from samzapy.kafka.reading import reader_consumer
+    from samzapy.records import TopicPartition
 
     tps = [TopicPartition(t, p) for t, p, _ in ranges]
     if not tps:

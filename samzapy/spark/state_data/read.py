@@ -311,9 +311,8 @@ def latest_values(
     """The last value per key of a changelog partition up to ``stop`` (exclusive; ``None``:
     the true end), tombstones applied, the records ``fence`` (a ``ChangelogFence``) rules out
     skipped; ``on_batch(records, bytes)`` after each batch read."""
-    from kafka import TopicPartition
-
     from samzapy.kafka.reading import read_partition, reader_consumer
+    from samzapy.records import TopicPartition
 
     latest: dict[bytes, bytes | None] = {}
     consumer = reader_consumer(servers)

@@ -297,10 +297,9 @@ def _write_checkpoints(
 
 def _input_ends(servers: str, job: JobConfig, partitions: int) -> dict[Any, int]:
     """The true end offset of every input partition the new tasks read."""
-    from kafka import TopicPartition
-
     from samzapy.kafka.admin import TopicAdmin
     from samzapy.kafka.reading import reader_consumer
+    from samzapy.records import TopicPartition
     from samzapy.spark.kafka_source import true_end_offset
     from samzapy.streams import SystemStreamPartition
 

@@ -347,9 +347,8 @@ class _PartitionRewrite:
 
 def _last_offset(servers: str, topic: str, partition: int) -> int | None:
     """The offset of the last record of a partition (``None``: it is empty)."""
-    from kafka import TopicPartition
-
     from samzapy.kafka.reading import reader_consumer
+    from samzapy.records import TopicPartition
     from samzapy.spark.kafka_source import true_end_offset
 
     consumer = reader_consumer(servers)

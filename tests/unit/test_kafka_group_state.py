@@ -1,4 +1,4 @@
-"""Group mode reads kafka-python's coordinator state (samzapy.coordinator.client_state).
+"""Group mode reads kafka-python's coordinator state (samzapy.kafka.group_state).
 
 These internals are pinned (pyproject.toml, kafka-python 3.0.x): on another client this test
 fails, loudly, as group mode refuses to start.
@@ -10,7 +10,7 @@ import socket
 
 from kafka import KafkaConsumer
 
-from samzapy.coordinator import client_state
+from samzapy.kafka import group_state
 
 
 def unused_port() -> int:
@@ -28,7 +28,7 @@ def test_the_installed_kafka_python_has_the_coordinator_state_group_mode_reads()
     )
     try:
         consumer.subscribe(["pageviews"])
-        state = client_state.coordinator_state(consumer)
+        state = group_state.coordinator_state(consumer)
         assert state.joined() is False
         assert state.rebalancing() is False
         assert state.stable_generation() is None
@@ -36,7 +36,7 @@ def test_the_installed_kafka_python_has_the_coordinator_state_group_mode_reads()
         assert 0 <= state.seconds_since_answer() < 60
     finally:
         consumer.close()
-    assert "kafka-python 3.0." in client_state.describe()
+    assert "kafka-python 3.0." in group_state.describe()
 
 
 def test_a_client_without_that_state_is_refused_with_the_fix():
@@ -44,8 +44,8 @@ def test_a_client_without_that_state_is_refused_with_the_fix():
         _coordinator = object()
 
     try:
-        client_state.coordinator_state(OtherClient())
-    except client_state.ClientInternalsMissing as error:
+        group_state.coordinator_state(OtherClient())
+    except group_state.ClientInternalsMissing as error:
         assert "checked against kafka-python 3.0.x" in str(error)
         assert "job.coordinator.factory=passthrough" in str(error)
     else:

@@ -6,7 +6,8 @@ answered a heartbeat (the member's lease, :meth:`GroupMembership.lease_valid
 <samzapy.coordinator.group.GroupMembership.lease_valid>`). They are read from the internals of
 the kafka-python versions pyproject.toml pins (checked against :data:`CHECKED_VERSIONS`);
 :func:`coordinator_state` refuses, with the fix, a client that does not have them, so group
-mode never runs on guesses, and the member logs at start that it reads them.
+mode never runs on guesses, and the member logs at start that it reads them. It lives in
+:mod:`samzapy.kafka` because the client's private internals are read there alone.
 """
 
 from __future__ import annotations
