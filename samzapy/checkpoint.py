@@ -89,6 +89,9 @@ class TaskCheckpoint:
         fence_generation: the generation whose changelog rule applies to this checkpoint's
             state (see :meth:`fence_for`; 0: none, every record up to the offset counts).
         fence_offsets: per store, the changelog offset ``fence_generation`` claimed at.
+        snapshots: per store, the newest complete snapshot in the blob store (its index
+            name, ``stores/snapshot_index.py``) when the checkpoint was written; stores without
+            snapshots are absent. Older readers ignore it.
     """
 
     task_name: str
@@ -98,6 +101,7 @@ class TaskCheckpoint:
     claimant: str | None = None
     fence_generation: int = 0
     fence_offsets: dict[str, int | None] = field(default_factory=dict)
+    snapshots: dict[str, str] = field(default_factory=dict)
 
     def fence_for(self, store: str) -> ChangelogFence | None:
         """The rule a reader of ``store``'s changelog applies to reach this checkpoint's state
@@ -122,6 +126,8 @@ class TaskCheckpoint:
                 "generation": self.fence_generation,
                 "changelogs": dict(sorted(self.fence_offsets.items())),
             }
+        if self.snapshots:
+            body["snapshots"] = dict(sorted(self.snapshots.items()))
         return json.dumps(body).encode()
 
     @classmethod
@@ -151,6 +157,7 @@ class TaskCheckpoint:
                     str(k): (None if v is None else int(v))
                     for k, v in body.get("fence", {}).get("changelogs", {}).items()
                 },
+                snapshots={str(k): str(v) for k, v in body.get("snapshots", {}).items()},
             )
         except (ValueError, KeyError, TypeError) as exc:
             msg = f"unreadable checkpoint {where}: {exc}"
