@@ -61,6 +61,7 @@ def parse_job_config(config: Config, *, check_task_class: bool = False) -> JobCo
     reporters = reporter_specs(check, system)
     check_client_settings(check)
     _check_standbys(check)
+    _check_group_mode(check)
     task_type = _task_type(check) if check_task_class and "task.class" in check.parsed else None
     check.raise_problems()
     fields = check.fields("job") | check.fields("system", system)
@@ -203,6 +204,23 @@ def _check_standbys(check: Validation) -> None:
             key,
             f"<= job.container.count ({containers}): each copy of a task's stores lives on another container",
         )
+
+
+def _check_group_mode(check: Validation) -> None:
+    """What group mode does not run: the Spark restore engine, which restores a container's
+    stores once, at start, where group mode restores each task when it arrives, on a thread
+    of its own while the member's other tasks run (``container/task_manager.py``)."""
+    if check.parsed.get("job.coordinator.factory", "passthrough") != "group":
+        return
+    for key, value in check.parsed.items():
+        if key.startswith("stores.") and key.endswith(".restore.engine") and value == "spark":
+            check.problem(
+                key,
+                f"Invalid value 'spark' for '{key}' ({check.at(key)}): job.coordinator.factory=group "
+                "restores each task when it arrives, while the member's other tasks run; the Spark "
+                "restore engine restores a container's stores once, at start. Use restore.engine="
+                "sequential with group mode, or job.coordinator.factory=passthrough",
+            )
 
 
 def _overrides(check: Validation, system: str, role: str) -> dict[str, str]:

@@ -285,6 +285,8 @@ class AsyncRunner:
 
     def __init__(self, tasks: list[TaskInstance], job: Any, policy: ErrorPolicy) -> None:
         self._loop = asyncio.new_event_loop()
+        self._job = job
+        self._policy = policy
         self.runners = {
             id(t): AsyncTaskRunner(t, job, policy, self._loop)
             for t in tasks
@@ -297,6 +299,13 @@ class AsyncRunner:
         if not any(isinstance(t.task, AsyncStreamTask) for t in tasks):
             return None
         return cls(tasks, job, policy)
+
+    def add(self, task: TaskInstance) -> None:
+        """Run ``task`` too (if it is an :class:`AsyncStreamTask`), from the offsets it has
+        now (a task that started at runtime: its inputs' starting offsets are set)."""
+        if isinstance(task.task, AsyncStreamTask):
+            runner = self.runners[id(task)] = AsyncTaskRunner(task, self._job, self._policy, self._loop)
+            runner.start_at(task.offsets)
 
     def drop(self, task: TaskInstance) -> None:
         """Stop running ``task`` (fenced): its messages in flight are cancelled, never done."""
@@ -325,7 +334,7 @@ class AsyncRunner:
 
     def poll_budget(self, default: int) -> int:
         """How many records one poll may return: no more than the fullest task has room for."""
-        room = min(r.free for r in self.runners.values())
+        room = min((r.free for r in self.runners.values()), default=default)
         return max(1, min(default, room))
 
     def submit(self, ssp: SystemStreamPartition, task: TaskInstance, records: list[Record]) -> None:

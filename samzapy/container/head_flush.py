@@ -36,8 +36,11 @@ class HeadFlusher:
     Not thread-safe: the container's loop owns it.
     """
 
-    def __init__(self, stores: list[Any], min_interval_s: float = MIN_INTERVAL_S) -> None:
+    def __init__(
+        self, stores: list[Any], min_interval_s: float = MIN_INTERVAL_S, names: set[str] | None = None
+    ) -> None:
         self.stores = stores
+        self._names = names or set()  # the stores :meth:`add` takes from a task
         self._min_interval_s = min_interval_s
         self._last = float("-inf")
 
@@ -45,7 +48,11 @@ class HeadFlusher:
     def for_tasks(cls, tasks: Iterable[Any], names: set[str]) -> HeadFlusher | None:
         """A flusher over the stores called one of ``names`` in ``tasks``; ``None`` if none."""
         stores = [store for task in tasks for name, store in task.stores.items() if name in names]
-        return cls(stores) if stores else None
+        return cls(stores, names=names) if stores else None
+
+    def add(self, task: Any) -> None:
+        """Flush ``task``'s stores of the configured names too (a task that started at runtime)."""
+        self.stores.extend(store for name, store in task.stores.items() if name in self._names)
 
     def after_poll(self, polled: int, max_records: int, now: float | None = None) -> bool:
         """Flush the stores when the poll returned fewer than ``max_records`` records (the

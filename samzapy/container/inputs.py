@@ -51,10 +51,6 @@ class Inputs:
         self._assigned: set[TopicPartition] = set()
         self._reassign({})
 
-    def bootstrapping(self, task: Any) -> bool:
-        """Whether ``task`` still waits for one of its bootstrap streams."""
-        return any(p.bootstrap and not p.caught_up for p in self.partitions.values() if p.task is task)
-
     def _reassign(self, position: dict[SystemStreamPartition, int], *, force: bool = False) -> None:
         """Assign every partition except the non-bootstrap inputs of tasks still bootstrapping.
 

@@ -9,15 +9,17 @@ arrived, or (``--exit-at-end``) every input reached the end it had at start, aft
 ``window`` call on every task (the windows its input closed are emitted). A progress line
 every :data:`PROGRESS_EVERY_S` seconds.
 
-The loop owns no part of the container: it is handed them (:class:`RunLoop`), and the
-container's ``tasks`` list is shared, so that tasks dropped by fencing leave the loop too.
+The loop owns no part of the container: it is handed them (:class:`RunLoop`). It reads the
+running tasks from the container's task manager at each step, never a list of its own, and
+stops handing out a poll's records once the tasks changed under it (a commit lost a fenced
+task): the inputs were re-sought then, so the records not handed out come again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from samzapy.config import JobConfig
@@ -45,6 +47,20 @@ def processed(tasks: Iterable[Any]) -> int:
     return sum(t.metrics.counter("messages-actually-processed").value for t in tasks)
 
 
+class Tasks(Protocol):
+    """The running tasks, as the loop reads them (:class:`~samzapy.container.task_manager.TaskManager`)."""
+
+    @property
+    def version(self) -> int:
+        """Changes at every batch of task moves."""
+
+    def running(self) -> Sequence[Any]:
+        """The running tasks' ``TaskInstance`` objects."""
+
+    def owns(self, instance: Any) -> bool:
+        """Whether ``instance`` is running now."""
+
+
 class Membership(Protocol):
     """Group mode's part in the loop (:class:`~samzapy.container.group_tasks.GroupTasks`)."""
 
@@ -64,7 +80,7 @@ class RunLoop:
 
     Args:
         job: the job's config (``task.commit.ms``, ``task.window.ms``).
-        tasks: the container's task list (shared: fencing removes tasks from it).
+        tasks: the container's task manager (the running tasks, read at each step).
         inputs: the container's ``Inputs``.
         side_inputs: the container's ``SideInputs``.
         runner: the ``AsyncRunner``, ``None`` without async tasks.
@@ -82,7 +98,7 @@ class RunLoop:
     def __init__(
         self,
         job: JobConfig,
-        tasks: list[Any],
+        tasks: Tasks,
         inputs: Any,
         side_inputs: Any,
         runner: Any,
@@ -131,7 +147,7 @@ class RunLoop:
             now = time.monotonic()
             self._window(now)
             if now - last_commit >= self._commit_s or any(
-                t.coordinator.commit_requested for t in self._tasks
+                t.coordinator.commit_requested for t in self._tasks.running()
             ):
                 self._commit()
                 last_commit = time.monotonic()
@@ -155,16 +171,15 @@ class RunLoop:
         """``polled`` once the member's lease holds, without the tasks it lost meanwhile."""
         if not group.hold(self._stopping):
             return []
-        owned = {id(t) for t in self._tasks}
+        owned = {id(t) for t in self._tasks.running()}
         return [(part, records) for part, records in polled if id(part.task) in owned]
 
     def _process(self, polled: list[Any]) -> None:
         """Hand each polled batch to its task; commit where a task asks, right after the call."""
-        runner = self._runner
+        runner, tasks = self._runner, self._tasks
+        version = tasks.version
         for part, records in polled:
             task = part.task
-            if task not in self._tasks:  # fenced or lost at a commit earlier in this turn
-                continue
             if runner is not None and runner.owns(task):
                 runner.submit(part.ssp, task, records)
                 continue
@@ -173,6 +188,8 @@ class RunLoop:
                 done = task.process_records(part.ssp, records, done)
                 if task.coordinator.commit_requested:
                     self._commit()
+                    if tasks.version != version:  # a task was lost: the inputs were re-sought
+                        return
             if self._stopping() or task.coordinator.shutdown_requested:
                 return
 
@@ -182,7 +199,7 @@ class RunLoop:
         window_s = self._window_s
         if window_s is None:
             return
-        due = [t for t in self._tasks if every_task or now - t.last_window >= window_s]
+        due = [t for t in self._tasks.running() if every_task or now - t.last_window >= window_s]
         if due and self._runner is not None:
             self._runner.drain()  # a window call sees no message half-processed
         for task in due:
@@ -192,10 +209,11 @@ class RunLoop:
 
     def _finished(self) -> bool:
         """Whether a task asked to shut down or, with exit at end, every input is read."""
-        if any(t.coordinator.shutdown_requested for t in self._tasks):
+        running = self._tasks.running()
+        if any(t.coordinator.shutdown_requested for t in running):
             log.info("a task asked to shut down")
             return True
-        self._inputs.note_progress(positions(self._tasks))
+        self._inputs.note_progress(positions(running))
         settled = self._group is None or self._group.settled
         if self._exit_at_end and self._inputs.all_caught_up() and settled:
             log.info("every input reached the end offset it had at start: stopping (--exit-at-end)")
@@ -206,9 +224,10 @@ class RunLoop:
         return False
 
     def _log_progress(self, now: float) -> None:
-        total = processed(self._tasks)
+        running = self._tasks.running()
+        total = processed(running)
         rate = (total - self._processed_at_progress) / (now - self._progress_at)
-        lag = self._inputs.lag(positions(self._tasks))
+        lag = self._inputs.lag(positions(running))
         log.info("processed %d messages (%.0f msg/s); lag %s", total, rate, lag)
         self._processed_at_progress, self._progress_at = total, now
         self._write_metrics()

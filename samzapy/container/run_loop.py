@@ -7,11 +7,15 @@ window -> commit, and shuts down cleanly. Each job of it has a room of its own:
 - ``loop.py``: poll -> process -> window -> commit, until the container stops;
 - ``task_instance.py`` / ``async_runner.py``: a message through ``process`` (sync, async);
 - ``error_policy.py``: what a failed message does (dead-letter, skip, stop);
-- ``commit.py``: the commit's numbered steps; ``fencing.py``: which tasks were taken over.
+- ``commit.py``: the commit's numbered steps; ``fencing.py``: which tasks were taken over;
+- ``task_manager.py``: every task's life (assign, revoke, lose), told to the parts that
+  follow the tasks (``task_followers.py``).
 
-The loop drops the tasks the fence says another container took over, then commits the rest
-(every ``task.commit.ms``, on ``coordinator.commit()`` and at shutdown). A crash anywhere
-leaves the last checkpoint consistent (``commit.py``).
+Passthrough mode assigns its tasks once, at start; group mode's assignment changes them at
+runtime (``group_tasks.py``). At a commit (every ``task.commit.ms``, on
+``coordinator.commit()`` and at shutdown) the task manager loses the tasks the fence says
+another container took over, then commits the rest. A crash anywhere leaves the last
+checkpoint consistent (``commit.py``).
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ import json
 import logging
 import os
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from samzapy import stopping
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
 from samzapy.config import JobConfig
-from samzapy.container.assignment import tasks_of
+from samzapy.container.assignment import standby_tasks_of, tasks_of
 from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
 from samzapy.container.collector import OutputStreams
@@ -39,17 +44,27 @@ from samzapy.container.error_policy import (
     storage_failure_in,
 )
 from samzapy.container.fencing import Fence
-from samzapy.container.group_tasks import GroupTasks, check_group_mode
+from samzapy.container.group_tasks import GroupTasks
 from samzapy.container.head_flush import HeadFlusher
 from samzapy.container.inputs import Inputs
-from samzapy.container.loop import RunLoop, positions, processed
+from samzapy.container.loop import RunLoop, processed
 from samzapy.container.side_inputs import SideInputs
 from samzapy.container.standby import StandbyReplicas, adopt_standby_checkpoints
 from samzapy.container.startup import input_partition_counts, log_start, open_inputs, prepare_changelogs
 from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
+from samzapy.container.task_followers import (
+    AsyncFollower,
+    GaugeFollower,
+    HeadFlushFollower,
+    InputsFollower,
+    StandbyFollower,
+    StatusFollower,
+    running_of,
+)
 from samzapy.container.task_instance import TaskInstance
-from samzapy.crashpoints import pause_point
-from samzapy.errors import SamzapyError, StorageFailure
+from samzapy.container.task_manager import TaskManager
+from samzapy.container.task_states import TaskState, Transition
+from samzapy.errors import BadArgumentError, StorageFailure
 from samzapy.health import ContainerStatus
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
@@ -60,10 +75,11 @@ from samzapy.metrics import MetricsRegistry
 from samzapy.query.routing import GroupPlacement
 from samzapy.query.startup import RunningQueries, start_queries
 from samzapy.reporters import Reporters, register_container_gauges
-from samzapy.reporters.container_metrics import forget_input_gauges
 from samzapy.serdes import SerdeResolver
 from samzapy.status import RunningStatus, start_status
+from samzapy.stores.snapshots import JobSnapshots
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
+from samzapy.task import AsyncStreamTask
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +110,7 @@ class Container:
             msg = (
                 f"--container-id {container_id} is out of range: job.container.count is {job.container_count}"
             )
-            raise SamzapyError(msg)
+            raise BadArgumentError(msg)
         self.job = job
         self.container_id = container_id
         self.exit_at_end = exit_at_end
@@ -103,7 +119,8 @@ class Container:
         self.group: GroupTasks | None = None  # group mode: the tasks follow the group's assignment
         self.registry = MetricsRegistry()
         self.metrics = self.registry.group("container")
-        self.tasks: list[TaskInstance] = []
+        self.task_manager: TaskManager | None = None  # built at start: the one owner of the tasks
+        self._final_tasks: list[TaskInstance] = []  # the tasks that ran to the end (the summary)
         self._last_checkpoints: dict[str, TaskCheckpoint] = {}  # the commit's, once it exists
         self._stop_requested = False
         self._signals = 0
@@ -114,8 +131,9 @@ class Container:
         self._admin: TopicAdmin | None = None
         self._fence: Fence | None = None
         self._commit_step: Commit | None = None
+        self._snapshots: JobSnapshots | None = None  # store snapshots in a blob store (stores/snapshots.py)
         self._async: AsyncRunner | None = None  # runs the AsyncStreamTask tasks, if any
-        self._standby: StandbyReplicas | None = None  # warm copies of other containers' stores
+        self._standby: StandbyFollower | None = None  # warm copies of other containers' stores
         self._side_inputs: SideInputs | None = None  # stores filled from side-input topics
         self._queries: RunningQueries | None = None  # interactive queries (job.query.port)
         self._status_page: RunningStatus | None = None  # / and /status.json on the HTTP ports
@@ -215,8 +233,6 @@ class Container:
         self._admin = TopicAdmin(producer_servers)
         task_count, input_counts = input_partition_counts(self._admin, job)
         grouped = job.coordinator == "group"
-        if grouped:
-            check_group_mode(job)
         mine = [] if grouped else tasks_of(self.container_id, job.container_count, task_count)
         self.status.restoring(task_name_for(p) for p in mine)
         delivery_ms = job.broker_unavailable_ms + DELIVERY_MARGIN_MS
@@ -229,46 +245,64 @@ class Container:
             lambda: self._stop_requested,
             self.status.broker_unreachable,
         )
+        manager = self.task_manager = TaskManager(
+            _Factory(self),
+            lambda tasks, final: self._commit_step(tasks, final=final),
+            lambda: self._broker.call(self._fence.lost, "read the checkpoint topic (fencing check)"),
+            background=grouped,
+        )
         # before any restore, so that queries answer "restoring" from the start
         self._queries = start_queries(self, task_count, consumer_servers, self._admin, self._producer)
         self._status_page = start_status(self, self._queries)
         found, checkpoints = self._claim(consumer_servers, mine)
         prepare_changelogs(self._admin, self._producer, job, task_count)
-        policy = ErrorPolicy(job, self._producer)
-        task_class = job.task_type  # imported once, when the configuration was parsed
+        self._policy = ErrorPolicy(job, self._producer)
         log_start(job, self.container_id, mine, input_counts, found)
-        adopt_standby_checkpoints(job, mine)  # a failover restores from the standby's checkpoints
-        if any(s.restore_engine == "spark" for s in job.stores.values()):
-            from samzapy.spark.restore.bulk import restore_for_container  # needs the spark extra
-
-            restore_for_container(job, mine, checkpoints)
         serdes = SerdeResolver(job)
+        # Group mode: every task may come here, so the side-input stores of all of them are kept.
+        side_input_tasks = list(range(task_count)) if grouped else mine
         self._side_inputs = SideInputs.build(
-            job, mine, consumer_servers, serdes, self.registry, self.container_id
+            job, side_input_tasks, consumer_servers, serdes, self.registry, self.container_id
         )
         self._side_inputs.catch_up()  # side-input stores are full before any init() or message
-        self.builder = builder = self._builder(consumer_servers, serdes)
-        outputs = OutputStreams(
+        self.builder = self._builder(consumer_servers, serdes)
+        self._outputs = OutputStreams(
             serdes, lambda stream: ensure_output_topic(self._admin, job, stream, task_count)
         )
+        self._input_counts = input_counts
+        self._follow_tasks(manager, consumer_servers, input_counts, task_count)
+        if any(s.restore_engine == "spark" for s in job.stores.values()):  # refused in group mode
+            from samzapy.spark.bulk_restore import restore_for_container  # needs the spark extra
 
-        def make_instance(partition: int, stores: dict[str, Any]) -> TaskInstance:
-            inputs = _input_ssps(input_counts, partition)
-            return builder.instance(partition, task_class(), stores, self._producer, outputs, inputs, policy)
-
-        for partition in mine:
-            stores = builder.stores(partition, checkpoints.get(task_name_for(partition)), restore=True)
-            self.tasks.append(make_instance(partition, stores))
+            adopt_standby_checkpoints(job, mine)
+            restore_for_container(job, mine, checkpoints)
+        manager.assign({p: checkpoints.get(task_name_for(p)) for p in mine})  # passthrough: the one assign
         self._producer.flush()  # trim writes of restores are acknowledged before processing starts
-        self._start_processing(consumer_servers, input_counts, checkpoints, task_count, policy)
+        manager.start_restored()
         if grouped:
             self.group = GroupTasks(
-                self, consumer_servers, input_counts, task_count, make_instance, self.instance_id
+                job,
+                manager,
+                consumer_servers,
+                input_counts,
+                task_count,
+                claim=self._claim_more,
+                release=self._fence.release,
+                status=self.status,
+                metrics=self.metrics,
+                query_url=self.query_url,
+                instance_id=self.instance_id,
             )
             if self._queries is not None:  # queries route with the group's task -> endpoint map
                 self._queries.service.placement = GroupPlacement(
-                    self.group, lambda: self.tasks, self._queries.url
+                    self.group, running_of(manager), self._queries.url
                 )
+        else:
+            manager.stand_by(
+                standby_tasks_of(
+                    self.container_id, job.container_count, task_count, job.standby_replication_factor
+                )
+            )
         self.status.running()
 
     def _claim(
@@ -291,6 +325,12 @@ class Container:
         )
         return found, checkpoints
 
+    def _claim_more(self, task_names: list[str]) -> dict[str, TaskCheckpoint]:
+        """Group mode: take these tasks over at runtime (a new ownership generation each,
+        acknowledged); their claim records, which name the offsets to restore to."""
+        current = self._fence.current()
+        return self._fence.claim(task_names, current, self._checkpoint_writer)
+
     def _builder(self, consumer_servers: str, serdes: SerdeResolver) -> TaskBuilder:
         producer, fence = self._producer, self._fence
 
@@ -303,6 +343,7 @@ class Container:
                 generation=fence.generations[task_name_for(partition)],  # a header on every record
             )
 
+        self._snapshots = JobSnapshots.for_job(self.job, self.metrics)
         return TaskBuilder(
             self.job,
             base_dir=self.job.logged_store_base_dir,
@@ -310,49 +351,69 @@ class Container:
             serdes=serdes,
             changelog_for=changelog_for,
             side_inputs=self._side_inputs,
+            snapshots=self._snapshots,
         )
 
-    def _start_processing(
+    def _follow_tasks(
         self,
+        manager: TaskManager,
         consumer_servers: str,
         input_counts: dict[SystemStream, int],
-        checkpoints: dict[str, TaskCheckpoint],
         task_count: int,
-        policy: ErrorPolicy,
     ) -> None:
+        """Build the parts that follow the tasks and subscribe them, inputs first (the others
+        read the offsets it sets); then the commit."""
         job = self.job
+        self._inputs = open_inputs(job, consumer_servers, [], input_counts, {})
+        manager.subscribe(InputsFollower(manager, self._inputs, job, input_counts))
+        if issubclass(job.task_type, AsyncStreamTask):
+            self._async = AsyncRunner([], job, self._policy)
+            manager.subscribe(AsyncFollower(self._async))
         at_head = {s.name for s in job.stores.values() if s.flush_at_head}
-        self._head_flusher = HeadFlusher.for_tasks(self.tasks, at_head)
-        self._inputs = open_inputs(job, consumer_servers, self.tasks, input_counts, checkpoints)
-        for task in self.tasks:
-            task.offsets.update(
-                {p.ssp: p.start_offset for p in self._inputs.partitions.values() if p.task is task}
-            )
-        self._async = AsyncRunner.for_tasks(self.tasks, job, policy)
-        if self._async is not None:
-            self._async.start()
-        fence = self._fence
+        if at_head:
+            self._head_flusher = HeadFlusher([], names=at_head)
+            manager.subscribe(HeadFlushFollower(manager, self._head_flusher))
+        register_container_gauges(self.registry, running_of(manager), None)
+        manager.subscribe(GaugeFollower(manager, self.registry, self._inputs))
+        manager.subscribe(StatusFollower(manager, self.status))
+        self._standby = StandbyFollower(manager, self._standby_starter(consumer_servers, task_count))
+        manager.subscribe(self._standby)
+        if job.coordinator != "group":
+            manager.subscribe(_StopWhenFencedOut(manager, self._fenced_out))
         self._commit_step = Commit(
             self._producer,
             self._checkpoint_writer,
             self._local_checkpoints,
-            fence.checkpoint,
+            self._fence.checkpoint,
             self.metrics,
             drain=None if self._async is None else self._async.drain,
             flush=self._flush,
+            snapshots=self._snapshots,
         )
         self._last_checkpoints = self._commit_step.last_written  # the query service reads it
-        register_container_gauges(self.registry, lambda: self.tasks, self._inputs)
-        if job.coordinator != "group":  # in group mode the assignment names the standbys
-            self._standby = StandbyReplicas.start_for(
-                job, self.container_id, task_count, consumer_servers, self.registry, self.status
+
+    def _standby_starter(self, servers: str, task_count: int) -> Any:
+        """How the standby replicas start: passthrough mode names its own standbys (and logs
+        them); group mode's come with the assignment."""
+        job = self.job
+        if job.coordinator == "group":
+            return lambda partitions: StandbyReplicas.start(
+                job, partitions, servers, self.registry, self.status
             )
+        return lambda partitions: StandbyReplicas.start_for(
+            job, self.container_id, task_count, servers, self.registry, self.status
+        )
+
+    def _fenced_out(self) -> None:
+        """Passthrough mode: every task of this container is owned by another container now."""
+        log.error("every task of this container is owned by another container now: stopping")
+        self._stop_requested = True
 
     # ----------------------------------------------------------------- the loop
     def _loop(self) -> None:
         RunLoop(
             self.job,
-            self.tasks,
+            self._manager,
             self._inputs,
             self._side_inputs,
             self._async,
@@ -367,85 +428,31 @@ class Container:
 
     # ----------------------------------------------------------------- commit
     def _commit(self, *, final: bool = False) -> None:
-        """Drop the tasks the fence says were taken over, then commit the others
-        (:class:`~samzapy.container.commit.Commit`). In group mode nothing is committed while
+        """Commit through the task manager, which first loses the tasks the fence says were
+        taken over (:meth:`TaskManager.commit`). In group mode nothing is committed while
         the member's lease has lapsed (:meth:`GroupTasks.hold`)."""
         if self.group is not None and not self.group.hold(lambda: self._stop_requested):
             return
-        self.drop_fenced()
-        pause_point("after-fence-check")
-        self._commit_step(self.tasks, final=final)
+        self._manager.commit(final=final)
         if self.group is not None:
             self.group.commit_offsets()
         self._write_metrics()
 
-    def drop_fenced(self) -> None:
-        """Drop the tasks another container took over (see samzapy.container.fencing): their
-        stores are not flushed (in group mode they are closed, dropping what their caches
-        held), no checkpoint is written for them, and their async messages still in flight are
-        cancelled."""
-        lost = self._broker.call(self._fence.lost, "read the checkpoint topic (fencing check)")
-        if not lost:
-            return
-        for task in [t for t in self.tasks if t.task_name in lost]:
-            log.error(
-                "%s: fenced: another container owns it now (generation %d); dropping it without "
-                "writing its stores or a checkpoint",
-                task.task_name,
-                lost[task.task_name],
-            )
-            task.coordinator.shutdown_requested = True  # stops a batch being processed
-            self.tasks.remove(task)
-            if self._async is not None:
-                self._async.drop(task)
-            if self.group is not None:  # the task may come back to this member: free its stores
-                _try(task.abandon, f"closing {task.task_name}")
-        self._inputs.drop_tasks(self.tasks, positions(self.tasks))
-        forget_input_gauges(self.registry, self._inputs)
-        if self._head_flusher is not None:
-            self._head_flusher.drop(self.tasks)
-        for name in lost:
-            self.status.task_gone(name)
-        if not self.tasks and self.group is None:
-            log.error("every task of this container is owned by another container now: stopping")
-            self._stop_requested = True
+    @property
+    def _manager(self) -> TaskManager:
+        assert self.task_manager is not None, "the container has not started"
+        return self.task_manager
 
-    # ----------------------------------------------------------------- group mode
     @property
     def query_url(self) -> str | None:
         """Where this container answers interactive queries, ``None`` when it does not."""
         return None if self._queries is None else self._queries.url
 
     @property
-    def inputs(self) -> Inputs:
-        """The container's input side (group mode adds and drops tasks' partitions)."""
-        assert self._inputs is not None
-        return self._inputs
-
-    def claim_tasks(self, task_names: list[str]) -> dict[str, TaskCheckpoint]:
-        """Take these tasks over (a new ownership generation each, acknowledged); their
-        claim records, which name the offsets to restore to (``samzapy.container.fencing``)."""
-        current = self._fence.current()
-        return self._fence.claim(task_names, current, self._checkpoint_writer)
-
-    def fence_release(self, task_names: list[str]) -> None:
-        """No longer own these tasks (they went to another member)."""
-        self._fence.release(task_names)
-
-    def release_tasks(self, tasks: list[TaskInstance], *, commit: bool) -> None:
-        """Let ``tasks`` go at runtime: committed first (``commit``, with a local checkpoint of
-        every store) unless another member may own them already; then closed, their stores
-        kept on disk, and their inputs no longer read."""
-        if commit:
-            self.drop_fenced()
-            tasks = [t for t in tasks if t in self.tasks]
-            self._commit_step(tasks, final=True)
-        for task in tasks:
-            self.tasks.remove(task)
-            _try(task.close if commit else task.abandon, f"closing {task.task_name}")
-            self.status.task_gone(task.task_name)
-        self.inputs.drop_tasks(self.tasks, positions(self.tasks))
-        forget_input_gauges(self.registry, self.inputs)
+    def tasks(self) -> list[TaskInstance]:
+        """The tasks running now (none before start): a snapshot, safe from any thread (the
+        query service reads it); the task manager alone changes the tasks."""
+        return [] if self.task_manager is None else list(self.task_manager.running())
 
     # ----------------------------------------------------------------- shutdown
     def _close(self) -> None:
@@ -453,12 +460,13 @@ class Container:
             _try(self.group.close, "leaving the group")  # after the final commit
         if self._queries is not None:
             self._queries.stop()  # before the stores close: no query reads them after this
-        if self._standby is not None:
-            self._standby.stop()
+        if self.task_manager is not None:
+            self._final_tasks = list(self.task_manager.running())  # for the summary line
+            _try(self.task_manager.close, "closing the tasks")  # and the standbys
+        if self._snapshots is not None:  # the final commit's uploads, unless stopped on a failure
+            _try(lambda: self._snapshots.close(0 if self._aborted else 30), "finishing snapshot uploads")
         if self._async is not None:
             self._async.close()
-        for task in self.tasks:
-            _try(task.close, f"closing {task.task_name}")
         if self._side_inputs is not None:
             self._side_inputs.close()
         if self._inputs is not None:
@@ -495,11 +503,45 @@ class Container:
     def _log_summary(self) -> None:
         log.info(
             "stopped: %d messages processed, %d commits, %d skipped, %d dead-lettered",
-            processed(self.tasks),
+            processed(self._final_tasks),
             self.metrics.counter("commit-calls").value,
-            sum(t.failures.skipped.value for t in self.tasks),
-            sum(t.failures.dead_lettered.value for t in self.tasks),
+            sum(t.failures.skipped.value for t in self._final_tasks),
+            sum(t.failures.dead_lettered.value for t in self._final_tasks),
         )
+
+
+class _Factory:
+    """The task manager's :class:`~samzapy.container.task_manager.TaskFactory` over a started
+    container: its task builder, producer, outputs and error policy."""
+
+    def __init__(self, container: Container) -> None:
+        self._c = container
+
+    def restore(self, partition: int, checkpoint: TaskCheckpoint | None) -> dict[str, Any]:
+        """The task's stores, restored; a standby copy kept here is adopted first."""
+        adopt_standby_checkpoints(self._c.job, [partition])  # restore from the standby's checkpoints
+        return self._c.builder.stores(partition, checkpoint, restore=True)
+
+    def instance(self, partition: int, stores: dict[str, Any]) -> TaskInstance:
+        """The task's instance (``init`` called)."""
+        c = self._c
+        inputs = _input_ssps(c._input_counts, partition)
+        task = c.job.task_type()
+        return c.builder.instance(partition, task, stores, c._producer, c._outputs, inputs, c._policy)
+
+
+class _StopWhenFencedOut:
+    """Passthrough mode: stops the container when fencing took its last task."""
+
+    def __init__(self, manager: TaskManager, stop: Any) -> None:
+        self._manager = manager
+        self._stop = stop
+
+    def tasks_changed(self, changes: Sequence[Transition]) -> None:
+        """Stop once no task is left, unless the container is closing anyway."""
+        closed = any(c.after is TaskState.CLOSED and c.before is TaskState.SUSPENDED for c in changes)
+        if closed and not self._manager.closing and not self._manager.running():
+            self._stop()
 
 
 def _input_ssps(input_counts: dict[SystemStream, int], partition: int) -> list[SystemStreamPartition]:

@@ -174,7 +174,9 @@ class TaskBuilder:
             dropped=metrics.counter("producer-errors-dropped"),
         )
         serdes = {ssp: self.serdes.for_stream(ssp.system_stream) for ssp in inputs}
-        instance = TaskInstance(name, partition, task, stores, collector, serdes, policy, metrics)
+        taken = self._side_inputs is not None  # side-input stores come from (and close with) SideInputs
+        shared = frozenset(s.name for s in self.job.stores.values() if s.has_side_inputs and taken)
+        instance = TaskInstance(name, partition, task, stores, collector, serdes, policy, metrics, shared)
         try:
             self.init_task(task, partition, stores)
         except Exception as exc:

@@ -12,7 +12,7 @@ from samzapy.metrics import MetricsGroup
 from samzapy.records import Record
 from samzapy.stores.engine import StorageEngine
 from samzapy.streams import SystemStreamPartition
-from samzapy.task import ClosableTask, IncomingMessageEnvelope, InitableTask, WindowableTask
+from samzapy.task import ClosableTask, IncomingMessageEnvelope, WindowableTask
 from samzapy.user_code import user_failure
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,9 @@ class TaskInstance:
     stores (a :class:`~samzapy.stores.engine.StorageEngine` counts puts and deletes in it).
     Comparing it before and after a failed call tells the error policy whether the call left a
     trace, at the cost of one attribute read per message.
+
+    ``shared`` names the stores the task uses but does not own (side-input stores, which the
+    container's ``SideInputs`` fills and closes): :meth:`close` and :meth:`abandon` leave them open.
     """
 
     def __init__(
@@ -55,11 +58,13 @@ class TaskInstance:
         input_serdes: dict[SystemStreamPartition, tuple[Any, Any]],
         policy: ErrorPolicy,
         metrics: MetricsGroup,
+        shared: frozenset[str] = frozenset(),
     ) -> None:
         self.task_name = task_name
         self.partition = partition
         self.task = task
         self.stores = stores
+        self._shared = shared
         self.collector = collector
         self.coordinator = Coordinator()
         self.input_serdes = input_serdes
@@ -76,11 +81,6 @@ class TaskInstance:
         self._process_latency = metrics.histogram("process-latency")
         self._window_calls = metrics.counter("window-calls")
         self.last_window = time.monotonic()
-
-    def init(self, context: Any) -> None:
-        """Call the task's ``init`` if it has one."""
-        if isinstance(self.task, InitableTask) or hasattr(self.task, "init"):
-            self.task.init(context)
 
     def process_records(self, ssp: SystemStreamPartition, records: list[Record], start: int = 0) -> int:
         """Process ``records[start:]`` of ``ssp`` in order, advancing the task's offset for each.
@@ -184,9 +184,8 @@ class TaskInstance:
     def abandon(self) -> None:
         """Close the stores without writing anything more (the task is owned elsewhere now);
         the task's own ``close`` is not called (it could write)."""
-        for store in self.stores.values():
-            abandon = getattr(store, "abandon", store.close)  # a side-input store is not ours
-            abandon()
+        for store in self._owned():
+            getattr(store, "abandon", store.close)()  # a store without a cache to drop just closes
 
     def close(self) -> None:
         """Close the task (if closable) and its stores."""
@@ -194,5 +193,8 @@ class TaskInstance:
             if isinstance(self.task, ClosableTask):
                 self.task.close()
         finally:
-            for store in self.stores.values():
+            for store in self._owned():
                 store.close()
+
+    def _owned(self) -> list[Any]:
+        return [store for name, store in self.stores.items() if name not in self._shared]

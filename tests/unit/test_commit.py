@@ -1,5 +1,6 @@
-"""The commit (``samzapy/container/commit.py``) runs its numbered steps in order, and the run
-loop drops fenced tasks before it commits (fencing is an input, not a step)."""
+"""The commit (``samzapy/container/commit.py``) runs its numbered steps in order, and the
+container's commit loses fenced tasks (through its task manager) before it commits the others
+(fencing is an input, not a step)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from samzapy.config import Config, parse_job_config
 from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
 from samzapy.container.commit import Commit
 from samzapy.container.run_loop import Container
+from samzapy.container.task_followers import InputsFollower
 from samzapy.container.task_instance import Coordinator
+from samzapy.container.task_manager import TaskManager
 from samzapy.metrics import MetricsGroup
 from samzapy.streams import SystemStreamPartition
 
@@ -35,12 +38,16 @@ class FakeTask:
     def __init__(self, log: Log, name: str, offset: int) -> None:
         self.log = log
         self.task_name = name
+        self.partition = int(name.split()[-1])
         self.stores = {"s": FakeStore(log, f"{name}/s", offset)}
         self.offsets = {SSP: offset}
         self.coordinator = Coordinator()
 
     def flush_stores(self) -> None:
         self.log.append(("flush-stores", self.task_name))
+
+    def abandon(self) -> None:
+        self.log.append(("abandon", self.task_name))
 
 
 class FakeProducer:
@@ -127,17 +134,22 @@ class FakeFence:
 class FakeInputs:
     def __init__(self) -> None:
         self.kept: list = []
-        self.partitions: dict = {}  # read by the metrics of inputs (none here)
 
     def drop_tasks(self, kept: list, positions: dict) -> None:
         self.kept = list(kept)
 
 
-class ReachableBroker:
-    """A BrokerWait whose broker is always there: the call runs once."""
+class GivenTasks:
+    """A task factory that hands out the given tasks (their stores are theirs)."""
 
-    def call(self, attempt, what: str):
-        return attempt()
+    def __init__(self, tasks: dict[int, FakeTask]) -> None:
+        self.tasks = tasks
+
+    def restore(self, partition: int, checkpoint: TaskCheckpoint | None) -> dict:
+        return {}
+
+    def instance(self, partition: int, stores: dict) -> FakeTask:
+        return self.tasks[partition]
 
 
 def test_the_loop_drops_fenced_tasks_before_it_commits_the_others() -> None:
@@ -147,15 +159,20 @@ def test_the_loop_drops_fenced_tasks_before_it_commits_the_others() -> None:
     container = Container(parse_job_config(config))
     log = Log()
     kept, lost = FakeTask(log, "Partition 0", 1), FakeTask(log, "Partition 1", 2)
-    container.tasks = [kept, lost]
-    container._fence = FakeFence({"Partition 1": 3})
-    container._broker = ReachableBroker()
-    container._inputs = FakeInputs()
     committed: list[list] = []
-    container._commit_step = lambda tasks, final: committed.append(list(tasks))
+    manager = container.task_manager = TaskManager(
+        GivenTasks({0: kept, 1: lost}),
+        lambda tasks, final: committed.append(list(tasks)),
+        FakeFence({"Partition 1": 3}).lost,
+    )
+    manager.assign({0: None, 1: None})
+    manager.start_restored()
+    inputs = FakeInputs()
+    manager.subscribe(InputsFollower(manager, inputs, container.job, {}))  # type: ignore[arg-type]
 
     container._commit()
 
     assert committed == [[kept]]  # the commit never sees the lost task
-    assert container.tasks == [kept] and container._inputs.kept == [kept]
+    assert container.tasks == [kept] and inputs.kept == [kept]
     assert lost.coordinator.shutdown_requested and ("flush-stores", "Partition 1") not in log
+    assert ("abandon", "Partition 1") in log
