@@ -16,16 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from samzapy.config import Config, load_config
-from samzapy.testing import TaskHarness
+
+if TYPE_CHECKING:
+    # imported when the fixture is first used, not with the plugin: pytest loads plugins before
+    # the filters of pytest_configure below apply, and the harness imports kafka-python
+    from samzapy.testing import TaskHarness
 
 #: ``task_harness(task, config=None, **kwargs)``: ``config`` is a dict of properties, a
 #: :class:`~samzapy.config.Config`, or the path of a ``.properties`` file.
-HarnessFactory = Callable[..., TaskHarness]
+HarnessFactory = Callable[..., "TaskHarness"]
 _ConfigLike = dict[str, str] | Config | str | Path | None
 
 
@@ -47,6 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def task_harness() -> Iterator[HarnessFactory]:
     """A factory of :class:`TaskHarness` objects, all closed at the end of the test."""
+    from samzapy.testing import TaskHarness
+
     made: list[TaskHarness] = []
 
     def make(task: Any, config: _ConfigLike = None, **kwargs: Any) -> TaskHarness:

@@ -10,7 +10,10 @@ from samzapy.cli.boundary import Group
 from samzapy.cli.broker import broker
 from samzapy.cli.checkpoint import checkpoint
 from samzapy.cli.consume import consume
+from samzapy.cli.describe import describe
+from samzapy.cli.examples import examples_group
 from samzapy.cli.generate import generate
+from samzapy.cli.init import init
 from samzapy.cli.logs import setup_logging
 from samzapy.cli.options import logging_options
 from samzapy.cli.produce import produce
@@ -31,5 +34,17 @@ def main(verbose: bool, log_file: Path | None, log_format: str, log_config: Path
     setup_logging(verbose, log_file=log_file, log_format=log_format, log_config=log_config)
 
 
-for _command in (run, broker, checkpoint, generate, produce, consume, quickstart, replay):
+for _command in (
+    run,
+    broker,
+    checkpoint,
+    generate,
+    produce,
+    consume,
+    quickstart,
+    replay,
+    init,
+    examples_group,
+    describe,
+):
     main.add_command(_command)

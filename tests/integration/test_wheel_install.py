@@ -66,3 +66,11 @@ def test_a_wheel_install_runs_the_quickstart(tmp_path: Path) -> None:
                   cwd=tmp_path, timeout=300)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "2000 of 2000 generated: every view accounted for" in result.stdout
+
+    # the examples the docs name, and samzapy init's templates, are in the wheel too (issue 31)
+    listed = _run(venv / "bin" / "samzapy", "examples", "list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert f"config: {venv}" in listed.stdout and "pageview_counter.py (PageViewCounterTask)" in listed.stdout
+    made = _run(venv / "bin" / "samzapy", "init", "from-wheel", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert (tmp_path / "from-wheel" / "from_wheel.py").is_file()
