@@ -312,7 +312,6 @@ class Stream:
         follows arrival)."""
         where = _caller()
         streams = (self, *others)
-        _check_copartitioned(streams, "merge", where, require_keys=False)
         return self._then("merge", where, parents=tuple(s.node for s in streams))
 
     def branch(self, *predicates: Callable[[Any], bool]) -> tuple[Stream, ...]:

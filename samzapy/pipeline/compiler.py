@@ -13,6 +13,7 @@ each key located at the user's line of the stage it comes from, so the one valid
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,8 +97,19 @@ class Plan:
                 step["aggregation"] = node.args["aggregation"].kind
             if node.kind == "key_by":
                 step["topic"] = self.intermediates[node.id]
+                step["key_fn"] = code_digest(node.args["fn"])
             steps.append(step)
         return {"job": self.job_name, "steps": steps}
+
+
+def code_digest(fn: Any) -> str | None:
+    """A digest of a function's code (bytecode, constants, names): a changed key function of a
+    ``key_by`` moves keys to other tasks, so the plan check compares it."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    raw = code.co_code + repr((code.co_consts, code.co_names)).encode()
+    return hashlib.blake2b(raw, digest_size=8).hexdigest()
 
 
 def compile_app(app: App) -> Plan:

@@ -20,6 +20,7 @@ from samzapy.config.properties import Config, parse_overrides, read_properties
 from samzapy.errors import ConfigError
 from samzapy.pipeline.api import App, PipelineError
 from samzapy.pipeline.compiler import TASKS_KEY
+from samzapy.pipeline.plan_check import ACCEPT_KEY, KafkaPlanRecord, check_and_record, plan_topic
 
 log = logging.getLogger(__name__)
 
@@ -165,22 +166,57 @@ def pipeline_job(spec: str, overrides: Sequence[str] = (), properties: str | Non
     config = pipeline_config(spec, overrides, properties)
     job = parse_job_config(config, check_task_class=True)  # every problem, before any connection
     plan = load_app(spec).plan()
+    from samzapy.kafka.broker import resolve_bootstrap_servers
+
+    servers = resolve_bootstrap_servers(job.producer_bootstrap_servers)
+    counts = _partition_counts(servers, plan)
+    check_copartitioning(plan, counts)
     if plan.intermediates and TASKS_KEY not in config:
-        count = _task_count(job, plan)
+        count = max([c for c in counts.values() if c] or [1])
+        if not any(counts.values()):
+            log.warning("none of the app's input topics exists yet: intermediate topics get 1 partition")
         extra = {f"systems.kafka.streams.{t}.partitions": count for t in plan.intermediates.values()}
         config = config.with_overrides({**extra, TASKS_KEY: count})
         job = parse_job_config(config, check_task_class=True)
+    record = KafkaPlanRecord(servers, plan_topic(job.job_name, job.job_id))
+    check_and_record(record, plan.signature(), accept=job.app_config.get_bool(ACCEPT_KEY, False))
     return job
 
 
-def _task_count(job: Any, plan: Any) -> int:
-    """The most partitions of the app's source topics (1 when none exists yet)."""
+def _partition_counts(servers: str, plan: Any) -> dict[str, int | None]:
+    """The partition count of each source topic (``None``: it does not exist yet)."""
     from samzapy.kafka.admin import TopicAdmin
-    from samzapy.kafka.broker import resolve_bootstrap_servers
 
-    with TopicAdmin(resolve_bootstrap_servers(job.producer_bootstrap_servers)) as admin:
-        counts = [admin.partition_count(topic) for topic in plan.sources]
-    known = [c for c in counts if c]
-    if not known:
-        log.warning("none of the app's input topics exists yet: intermediate topics get 1 partition")
-    return max(known or [1])
+    with TopicAdmin(servers) as admin:
+        return {topic: admin.partition_count(topic) for topic in plan.sources}
+
+
+def check_copartitioning(plan: Any, counts: dict[str, int | None]) -> None:
+    """Refuse, at the user's line, a join or merge whose sides come from topics with different
+    partition counts (task N reads partition N of each: a key would be in different tasks)."""
+    for node in plan.app.nodes:
+        if node.kind not in ("stream_table_join", "stream_stream_join", "table_table_join"):
+            continue
+        sides = {}
+        for parent in node.parents:
+            root = _root_topic(parent)
+            if root is not None and counts.get(root):
+                sides[root] = counts[root]
+        if len(set(sides.values())) > 1:
+            said = ", ".join(f"'{t}' has {n}" for t, n in sides.items())
+            msg = (
+                f"{node.where}: {node.kind.replace('_', '-')} of topics with different partition "
+                f"counts ({said}): task N reads partition N of each, so a key would be in different "
+                "tasks on each side; give the topics the same partition count, or key_by one side "
+                "(it then moves to an intermediate topic with the job's partition count)"
+            )
+            raise PipelineError(msg)
+
+
+def _root_topic(node: Any) -> str | None:
+    """The source topic a stream reads, ``None`` after a key_by (an intermediate topic)."""
+    while node.kind not in ("source", "table"):
+        if node.kind == "key_by" or not node.parents:
+            return None
+        node = node.parents[0]
+    return node.args["topic"]
