@@ -36,6 +36,7 @@ from samzapy.container.side_input_processor import RecordWriter
 from samzapy.crashpoints import crash_point
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka.consumer import Consumer, OffsetOutOfRangeError
+from samzapy.kafka.offsets import beginning_offsets, end_offsets
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.kafka.settings import client_settings
 from samzapy.metrics import MetricsGroup, MetricsRegistry
@@ -184,8 +185,10 @@ class SideInputs:
 
     def _check_offsets(self, target: SideInputTarget) -> None:
         stored = {TopicPartition(t, p): o for (t, p), o in target.engine.offsets().items()}
-        begins = self._consumer.beginning_offsets(target.tps) if target.tps else {}
-        ends = self._consumer.end_offsets(target.tps) if target.tps else {}
+        # Several topics at once, after reads that assigned one partition at a time: kafka-python
+        # may answer without some of them; samzapy.kafka.offsets asks again.
+        begins = beginning_offsets(self._consumer, target.tps)
+        ends = end_offsets(self._consumer, target.tps)
         reason = None
         if set(stored) - set(target.tps):
             reason = "it holds partitions no longer configured: " + ", ".join(

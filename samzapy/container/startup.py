@@ -10,6 +10,7 @@ from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import JobConfig
 from samzapy.container.inputs import InputPartition, Inputs
 from samzapy.errors import KafkaSystemError
+from samzapy.kafka.offsets import beginning_offsets
 from samzapy.kafka.reading import reader_consumer, true_end_offsets
 from samzapy.kafka.settings import client_settings
 from samzapy.records import TopicPartition
@@ -124,7 +125,9 @@ def input_partitions(
     # The true end, not the reported one (which the dev broker undercounts, see
     # samzapy.kafka.reading): "upcoming" starts there, --exit-at-end stops there.
     ends = true_end_offsets(consumer, [tp for _, _, tp in tps])
-    begins = consumer.beginning_offsets([tp for _, _, tp in tps])
+    # Not consumer.beginning_offsets: the reads above left the consumer's metadata with the
+    # last input's topic only, and kafka-python then answers without the others (KeyError).
+    begins = beginning_offsets(consumer, [tp for _, _, tp in tps])
     parts: list[InputPartition] = []
     for task, ssp, tp in tps:
         stream_config = job.stream(ssp.system_stream)

@@ -20,6 +20,7 @@ from typing import Any
 
 from samzapy.kafka.consumer import Consumer
 from samzapy.kafka.fast_path_state import install_decoder, log_fast_paths
+from samzapy.kafka.offsets import end_offsets
 from samzapy.records import Record, TopicPartition
 
 #: How long a poll must stay empty before the partition counts as read to its end.
@@ -144,8 +145,10 @@ def true_end_offset(consumer: Consumer, tp: TopicPartition) -> int:
 
 def true_end_offsets(consumer: Consumer, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
     """:func:`true_end_offset` of every partition in ``tps``; an empty one (reported end 0:
-    no batch at all) costs no fetch. ``consumer`` is left assigned to the last one read."""
-    reported = consumer.end_offsets(tps) if tps else {}
+    no batch at all) costs no fetch. ``consumer`` is left assigned to the last one read, and
+    its metadata may soon know that partition's topic only: ask offsets of several topics
+    afterwards with :mod:`samzapy.kafka.offsets`, which copes with that."""
+    reported = end_offsets(consumer, tps)
     ends = {}
     for tp in tps:
         ends[tp] = reported[tp]

@@ -347,14 +347,15 @@ def _fenced(frame: Any, group: list[_Target]) -> Any:
 
 def _largest_range(targets: list[_Target], servers: str) -> int:
     """The most records any target's changelog range can hold (offsets from its start)."""
+    from samzapy.kafka.offsets import beginning_offsets, end_offsets
     from samzapy.kafka.reading import reader_consumer
     from samzapy.records import TopicPartition
 
     tps = {t: TopicPartition(t.store.changelog.stream, t.partition) for t in targets if t.store.changelog}
     consumer = reader_consumer(servers)
     try:
-        starts = consumer.beginning_offsets(list(tps.values()))
-        ends = consumer.end_offsets(list(tps.values()))
+        starts = beginning_offsets(consumer, list(tps.values()))  # several topics: see samzapy.kafka.offsets
+        ends = end_offsets(consumer, list(tps.values()))
     finally:
         consumer.close()
     # The dev broker's end offset can be short of the true end by one batch: a stop offset,

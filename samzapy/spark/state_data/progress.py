@@ -83,6 +83,7 @@ class SparkProgress:
 def planned_records(servers: str, ranges: list[tuple[str, int, int | None]]) -> int:
     """Records in the (topic, partition, stop) ranges: from each start to ``stop`` or the
     reported end (a lower bound on the dev broker)."""
+    from samzapy.kafka.offsets import beginning_offsets, end_offsets
     from samzapy.kafka.reading import reader_consumer
     from samzapy.records import TopicPartition
 
@@ -91,7 +92,7 @@ def planned_records(servers: str, ranges: list[tuple[str, int, int | None]]) -> 
         return 0
     consumer = reader_consumer(servers)
     try:
-        starts, ends = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+        starts, ends = beginning_offsets(consumer, tps), end_offsets(consumer, tps)  # several topics
     finally:
         consumer.close()
     return sum(
