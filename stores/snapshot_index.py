@@ -20,17 +20,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from samzapy.stores.blob_store import BlobInfo, BlobStore, BlobStoreError
 from samzapy.stores.paths import partition_dir_name
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "SnapshotFile",
     "SnapshotIndex",
     "SnapshotLayout",
+    "TaskSnapshots",
     "file_sha256",
 ]
 
@@ -215,3 +220,60 @@ def job_label(job_name: str, job_id: str) -> str:
     'page_views-1'
     """
     return f"{job_name}-{job_id}".replace(" ", "_")
+
+
+class TaskSnapshots:
+    """The blob store's view of one task's store: its indexes, files and marks, from one listing.
+
+    Parsed indexes are cached by key in ``cache`` (an index never changes once written).
+    """
+
+    def __init__(
+        self, blob: BlobStore, layout: SnapshotLayout, cache: dict[str, SnapshotIndex] | None = None
+    ) -> None:
+        self.blob = blob
+        self.layout = layout
+        self.cache = cache if cache is not None else {}
+        self.index_names: list[str] = []
+        self.files: dict[str, BlobInfo] = {}  # "files/..." -> info
+        self.marked: set[str] = set()  # "files/..." with a retention mark
+        self.refresh()
+
+    def refresh(self) -> None:
+        """List the blob store again."""
+        self.index_names, self.files, self.marked = [], {}, set()
+        for info in self.blob.list(self.layout.prefix):
+            found = self.layout.classify(info.key)
+            if found is None:
+                continue
+            kind, name = found
+            if kind == "index":
+                self.index_names.append(name)
+            elif kind == "file":
+                self.files[name] = info
+            else:
+                self.marked.add(name)
+        self.index_names.sort()
+
+    def index(self, name: str) -> SnapshotIndex:
+        """The parsed index ``name`` (cached).
+
+        Raises:
+            BlobStoreError: it cannot be read; ValueError: it does not parse.
+        """
+        key = self.layout.index_key(name)
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = SnapshotIndex.from_bytes(self.blob.get_bytes(key))
+        return found
+
+    def readable_indexes(self) -> list[SnapshotIndex]:
+        """Every index that reads and parses, newest first (generation, then offset); an
+        unreadable one is logged and left out."""
+        found = []
+        for name in reversed(self.index_names):
+            try:
+                found.append(self.index(name))
+            except (BlobStoreError, ValueError) as exc:
+                log.warning("snapshot index %s is unreadable, left out: %s", self.layout.index_key(name), exc)
+        return found

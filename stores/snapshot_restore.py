@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING
 from samzapy.stores.blob_store import BlobStore, BlobStoreError
 from samzapy.stores.checkpoints import OFFSET_FILE, LocalCheckpoints
 from samzapy.stores.paths import partition_of
-from samzapy.stores.snapshot_index import SnapshotIndex, SnapshotLayout, file_sha256
-from samzapy.stores.snapshot_upload import TaskSnapshots
+from samzapy.stores.snapshot_index import SnapshotIndex, SnapshotLayout, TaskSnapshots, file_sha256
 
 if TYPE_CHECKING:
     from samzapy.checkpoint import ChangelogFence

@@ -16,22 +16,13 @@ per store, and never stops processing: the changelog still holds everything sinc
 snapshot. A commit waits only when more than ``max_pending`` snapshots are queued, and at
 most ``max_wait_s``; then the oldest queued one is dropped.
 
-**Retention** (:func:`sweep`, after each upload): the newest ``keep`` snapshots of the task
-are kept (highest ownership generation first, then changelog offset), older indexes deleted.
-A file blob no kept index names is first *marked* (a ``garbage/`` object holding the time),
-and deleted only once it has been unreferenced for ``grace_s``. An uploader references an
-existing blob only if it carried no mark when the uploader listed the blob store, and gives up
-a snapshot (writes no index) whose upload took longer than ``grace_s / 2``. So a blob another
-member (a zombie, a new owner) is about to reference is never deleted under it: a mark set
-after that member's listing expires only after its index is written, and the sweep that
-would delete the blob lists that index first. A reader restoring from an index that retention
-removes meanwhile has ``grace_s`` to finish downloading. Clocks of members must agree to well
-within ``grace_s`` (an hour by default).
+**Retention** after each upload: ``stores/snapshot_retention.py``, whose rule (an existing
+blob is referenced only if unmarked at the uploader's listing, and a snapshot whose upload took
+longer than half the grace period is not published) the upload keeps.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -46,10 +37,17 @@ from typing import Any
 
 from samzapy.crashpoints import crash_point
 from samzapy.metrics import MetricsGroup
-from samzapy.stores.blob_store import BlobInfo, BlobStore, BlobStoreError
+from samzapy.stores.blob_store import BlobStore, BlobStoreError
 from samzapy.stores.checkpoints import OFFSET_FILE
 from samzapy.stores.paths import checkpoints_dir, snapshot_staging_dir
-from samzapy.stores.snapshot_index import SnapshotFile, SnapshotIndex, SnapshotLayout, file_sha256
+from samzapy.stores.snapshot_index import (
+    SnapshotFile,
+    SnapshotIndex,
+    SnapshotLayout,
+    TaskSnapshots,
+    file_sha256,
+)
+from samzapy.stores.snapshot_retention import sweep
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +55,7 @@ __all__ = [
     "SnapshotMeta",
     "SnapshotSettings",
     "SnapshotUploader",
-    "TaskSnapshots",
     "UploadResult",
-    "sweep",
     "upload_snapshot",
 ]
 
@@ -108,63 +104,6 @@ class UploadResult:
     files_uploaded: int
     files_reused: int
     bytes_uploaded: int
-
-
-class TaskSnapshots:
-    """The blob store's view of one task's store: its indexes, files and marks, from one listing.
-
-    Parsed indexes are cached by key in ``cache`` (an index never changes once written).
-    """
-
-    def __init__(
-        self, blob: BlobStore, layout: SnapshotLayout, cache: dict[str, SnapshotIndex] | None = None
-    ) -> None:
-        self.blob = blob
-        self.layout = layout
-        self.cache = cache if cache is not None else {}
-        self.index_names: list[str] = []
-        self.files: dict[str, BlobInfo] = {}  # "files/..." -> info
-        self.marked: set[str] = set()  # "files/..." with a retention mark
-        self.refresh()
-
-    def refresh(self) -> None:
-        """List the blob store again."""
-        self.index_names, self.files, self.marked = [], {}, set()
-        for info in self.blob.list(self.layout.prefix):
-            found = self.layout.classify(info.key)
-            if found is None:
-                continue
-            kind, name = found
-            if kind == "index":
-                self.index_names.append(name)
-            elif kind == "file":
-                self.files[name] = info
-            else:
-                self.marked.add(name)
-        self.index_names.sort()
-
-    def index(self, name: str) -> SnapshotIndex:
-        """The parsed index ``name`` (cached).
-
-        Raises:
-            BlobStoreError: it cannot be read; ValueError: it does not parse.
-        """
-        key = self.layout.index_key(name)
-        found = self.cache.get(key)
-        if found is None:
-            found = self.cache[key] = SnapshotIndex.from_bytes(self.blob.get_bytes(key))
-        return found
-
-    def readable_indexes(self) -> list[SnapshotIndex]:
-        """Every index that reads and parses, newest first (generation, then offset); an
-        unreadable one is logged and left out."""
-        found = []
-        for name in reversed(self.index_names):
-            try:
-                found.append(self.index(name))
-            except (BlobStoreError, ValueError) as exc:
-                log.warning("snapshot index %s is unreadable, left out: %s", self.layout.index_key(name), exc)
-        return found
 
 
 class _Hashes:
@@ -254,64 +193,6 @@ def upload_snapshot(
     )
     blob.put_bytes(layout.index_key(index.name), index.to_bytes())  # last: the snapshot exists now
     return UploadResult(index, uploaded, reused, uploaded_bytes)
-
-
-@dataclass(frozen=True)
-class SweepStats:
-    """What one retention pass did."""
-
-    indexes_deleted: int
-    files_marked: int
-    files_deleted: int
-
-
-def sweep(
-    blob: BlobStore,
-    layout: SnapshotLayout,
-    *,
-    keep: int,
-    grace_s: float,
-    clock: Callable[[], float] = time.time,
-    cache: dict[str, SnapshotIndex] | None = None,
-) -> SweepStats:
-    """One retention pass over a task's store (module docstring): keep the newest ``keep``
-    indexes, mark the file blobs none of them names, delete those marked ``grace_s`` ago."""
-    view = TaskSnapshots(blob, layout, cache)
-    now = clock()
-    deleted_indexes = 0
-    for name in view.index_names[: max(len(view.index_names) - keep, 0)]:
-        blob.delete(layout.index_key(name))
-        deleted_indexes += 1
-    view.refresh()  # the files of indexes written meanwhile must count as referenced
-    referenced: set[str] = set()
-    for name in view.index_names:
-        try:
-            referenced.update(f.key for f in view.index(name).files)
-        except (BlobStoreError, ValueError):
-            return SweepStats(deleted_indexes, 0, 0)  # unsure what is referenced: delete nothing
-    marked = deleted = 0
-    for key in sorted(view.files.keys() | view.marked):
-        marker = layout.marker_key(key)
-        if key in referenced:
-            if key in view.marked:
-                blob.delete(marker)  # referenced again: no longer garbage
-            continue
-        if key not in view.files:
-            blob.delete(marker)  # the blob is gone already
-            continue
-        if key not in view.marked:
-            blob.put_bytes(marker, json.dumps({"marked_at": now}).encode())
-            marked += 1
-            continue
-        try:
-            marked_at = float(json.loads(blob.get_bytes(marker))["marked_at"])
-        except (BlobStoreError, ValueError, KeyError, TypeError):
-            continue
-        if now - marked_at >= grace_s:
-            blob.delete(layout.full(key))
-            blob.delete(marker)
-            deleted += 1
-    return SweepStats(deleted_indexes, marked, deleted)
 
 
 @dataclass

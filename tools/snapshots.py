@@ -13,9 +13,8 @@ import click
 
 from samzapy.cli.options import config_path_option
 from samzapy.store_codec import to_json
-from samzapy.stores.snapshot_index import SnapshotLayout, job_label
+from samzapy.stores.snapshot_index import SnapshotLayout, TaskSnapshots, job_label
 from samzapy.stores.snapshot_restore import snapshot_partitions, verify_snapshot
-from samzapy.stores.snapshot_upload import TaskSnapshots
 from samzapy.stores.snapshots import job_blob_store
 from samzapy.tools.common import BadInputError, load_job, select_stores
 

@@ -23,16 +23,10 @@ from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store
 from samzapy.stores.paths import checkpoints_dir, snapshot_staging_dir, store_dir
-from samzapy.stores.snapshot_index import SnapshotIndex, SnapshotLayout
+from samzapy.stores.snapshot_index import SnapshotIndex, SnapshotLayout, TaskSnapshots
 from samzapy.stores.snapshot_restore import SnapshotSource
-from samzapy.stores.snapshot_upload import (
-    SnapshotMeta,
-    SnapshotSettings,
-    SnapshotUploader,
-    TaskSnapshots,
-    sweep,
-    upload_snapshot,
-)
+from samzapy.stores.snapshot_retention import sweep
+from samzapy.stores.snapshot_upload import SnapshotMeta, SnapshotSettings, SnapshotUploader, upload_snapshot
 from samzapy.streams import SystemStream
 from samzapy.testing import InMemoryChangelog
 

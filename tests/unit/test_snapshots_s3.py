@@ -16,8 +16,8 @@ from s3_server import s3_server  # noqa: E402
 from test_snapshots import LAYOUT, build, commit, contents, restored, upload, write  # noqa: E402
 
 from samzapy.stores.blob_store import S3BlobStore, open_blob_store  # noqa: E402
+from samzapy.stores.snapshot_index import TaskSnapshots  # noqa: E402
 from samzapy.stores.snapshot_restore import SnapshotSource  # noqa: E402
-from samzapy.stores.snapshot_upload import TaskSnapshots  # noqa: E402
 from samzapy.testing import InMemoryChangelog  # noqa: E402
 
 pytest.importorskip("boto3")
