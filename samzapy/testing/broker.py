@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.kafka.producer import RecordTooLargeError
@@ -345,3 +345,13 @@ class MemoryProducer:
 
     def close(self, timeout_s: float | None = None) -> None:
         """Nothing to release."""
+
+
+if TYPE_CHECKING:  # mypy checks that the driver's clients are the runtime's seams
+    from samzapy.records import Record, RecordSink, RecordSource
+
+    def _seams(broker: MemoryBroker, producer: MemoryProducer, record: BrokerRecord) -> None:
+        source: RecordSource = broker
+        sink: RecordSink = producer
+        read: Record = record
+        del source, sink, read

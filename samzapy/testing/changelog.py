@@ -11,6 +11,7 @@ trims what lies beyond it, exactly as over Kafka.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from samzapy.checkpoint import generation_header
 from samzapy.testing.broker import BrokerRecord, MemoryBroker, MemoryProducer
@@ -118,3 +119,10 @@ class BrokerChangelog:
 
     def __repr__(self) -> str:
         return f"BrokerChangelog({self.topic!r}, {self.partition}, {len(self.entries)} records)"
+
+
+if TYPE_CHECKING:  # mypy checks that it is the store's seam
+    from samzapy.stores.changelog import RestorableChangelog
+
+    def _seam(changelog: BrokerChangelog) -> RestorableChangelog:
+        return changelog
