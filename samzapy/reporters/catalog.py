@@ -121,7 +121,8 @@ CATALOG: dict[str, MetricDoc] = {
     "local-checkpoints": _c("Local RocksDB checkpoints taken.", "local-checkpoints"),
     "cache-hits": _c("Reads answered by the object cache.", "cache-hits"),
     "cache-misses": _c("Reads the object cache passed to the engine.", "cache-misses"),
-    "dirty-count": _g("Entries of the object cache not yet written to the engine.", "dirty-count"),
+    # not "dirty-count": Prometheus reserves the _count suffix for histograms and summaries
+    "dirty-count": _g("Entries of the object cache not yet written to the engine.", "dirty-entries"),
     "cache-size": _g("Entries in the object cache.", "cache-size"),
     "bytes-written": _c("Serialised bytes written (keys and values).", "written", "bytes"),
     "bytes-read": _c("Serialised bytes read (keys and values).", "read", "bytes"),

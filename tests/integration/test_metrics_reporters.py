@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
+from promtool_support import promtool_problems
 from support import (
     committed_changelog,
     consume_all,
@@ -120,6 +121,7 @@ def test_prometheus_snapshot_and_health_of_a_running_job(tmp_path: Path, broker:
         )
         wait_for(lambda: scraped().get("samzapy_container_commit_calls_total", 0) >= 2, timeout=10)
         metrics = scraped()
+        assert promtool_problems(get(base + "/metrics")[1].decode()) == []  # the whole page, by promtool
         for metric in (
             "samzapy_container_process_calls_total",
             "samzapy_container_process_seconds_total",

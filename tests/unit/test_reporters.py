@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 from kafka import TopicPartition
 from prometheus_client import CollectorRegistry, generate_latest
+from promtool_support import promtool_problems
 
 from samzapy.config import Config, parse_job_config
 from samzapy.errors import ConfigError, SamzapyError
@@ -247,6 +248,23 @@ def test_every_catalogued_counter_ends_in_total_and_every_unit_is_a_base_unit() 
         assert doc.unit in ("", "seconds", "bytes"), name
         assert not doc.name.endswith(("-ns", "-ms", "-s", "-time", "-total")), name
         assert doc.help.endswith(".") and len(doc.help) > 10, name
+
+
+def test_promtool_accepts_every_name_samzapy_exports() -> None:
+    # every catalogued metric and histogram, in a group of every kind (the kind is in the name)
+    registry = MetricsRegistry()
+    groups = ["container", "task.Partition 0", "store.s.Partition 0", "standby.s.Partition 1"]
+    for group in [registry.group(name) for name in [*groups, "input.kafka.t.0", "async.Partition 0"]]:
+        for name, doc in CATALOG.items():
+            if doc.kind == "counter":
+                group.counter(name).inc()
+            else:
+                group.gauge(name).set(1)
+        for name in HISTOGRAMS:
+            group.histogram(name).observe(0.01)
+    page = prometheus_text(registry)
+    assert "samzapy_store_dirty_entries" in page  # Samza's dirty-count, not a reserved _count
+    assert promtool_problems(page) == []
 
 
 def test_every_metric_samzapy_registers_is_in_the_catalogue() -> None:
