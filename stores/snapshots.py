@@ -60,6 +60,7 @@ class JobSnapshots:
         self.blob = blob
         self.label = job_label(job.job_name, job.job_id)
         self._backed_up = {s.name for s in job.stores.values() if s.backs_up_snapshots}
+        self._carried: dict[tuple[str, str], str] = {}  # (task, store) -> named at restore
         self.uploader = (
             SnapshotUploader(blob, self.label, snapshot_settings(job), metrics) if self._backed_up else None
         )
@@ -76,10 +77,13 @@ class JobSnapshots:
 
     def source(self, store: StoreConfig, partition: int, checkpoint: Any) -> SnapshotSource | None:
         """Where a restore of ``store`` of task ``partition`` may find a base (``None``: the
-        store does not restore from snapshots). ``checkpoint``: the task's, or ``None``."""
+        store does not restore from snapshots). ``checkpoint``: the task's, or ``None``; the
+        snapshot it names stays named by the task's checkpoints until a newer one is uploaded."""
+        named = None if checkpoint is None else checkpoint.snapshots.get(store.name)
+        if named is not None:
+            self._carried[(checkpoint.task_name, store.name)] = named
         if not store.restores_from_snapshots:
             return None
-        named = None if checkpoint is None else checkpoint.snapshots.get(store.name)
         return SnapshotSource(self.blob, SnapshotLayout(self.label, store.name, partition), named)
 
     def stamp(self, checkpoint: Any) -> Any:
@@ -87,7 +91,9 @@ class JobSnapshots:
         if self.uploader is None:
             return checkpoint
         done = self.uploader.completed(checkpoint.task_name)
-        merged = {**checkpoint.snapshots, **done}
+        task = checkpoint.task_name
+        carried = {store: name for (t, store), name in self._carried.items() if t == task}
+        merged = {**checkpoint.snapshots, **carried, **done}
         return (
             checkpoint
             if merged == checkpoint.snapshots

@@ -157,6 +157,7 @@ class Fence:
             self.claimant,
             base.fence_generation,
             dict(base.fence_offsets),
+            dict(base.snapshots),  # the base's newest snapshots stay named (stores/snapshots.py)
         )
 
     def checkpoint(
