@@ -327,8 +327,14 @@ class SnapshotUploader:
             return self._cond.wait_for(lambda: not self._pending and self._busy is None, timeout_s)
 
     def close(self, wait_s: float = 30.0) -> None:
-        """Finish the queued snapshots for up to ``wait_s`` seconds, then stop."""
-        self.wait_idle(wait_s)
+        """Finish the queued snapshots for up to ``wait_s`` seconds, then stop. Stops waiting
+        at the first failed upload: a blob store that is down must not hold up a shutdown (the
+        changelog holds everything the snapshots lack)."""
+        deadline = time.monotonic() + wait_s
+        failures = self.failures.value
+        while time.monotonic() < deadline and self.failures.value == failures:
+            if self.wait_idle(min(0.2, max(deadline - time.monotonic(), 0.0))):
+                break
         with self._cond:
             self._closed = True
             self._cond.notify_all()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -21,7 +22,9 @@ from support import (
     create_topic,
     job_env,
     kill9,
+    metric_sum,
     produce,
+    read_metrics,
     read_store,
     run_job,
     start_job,
@@ -147,3 +150,37 @@ def test_snapshot_restore_equals_changelog_restore_and_live_store_after_kill_9_r
             assert used is not None and checkpoint.snapshots.get("counts")  # a snapshot was the base
             total += sum(json.loads(v) for v in live.values())
         assert total == sent  # exactly once through the kills and the wipe
+
+
+def test_a_blob_store_that_is_down_never_stops_the_job_or_loses_data(
+    broker: str, topic_name: str, tmp_path: Path
+) -> None:
+    name = f"snap-down-{topic_name}"[:120]
+    state = tmp_path / "state"
+    create_topic(broker, f"{name}-in", PARTITIONS)
+    with socket.socket() as s:  # a port nothing listens on: the S3 service is down
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}"
+    props = counting_job(
+        name,
+        broker,
+        state,
+        **{
+            "stores.counts.backup.factories": "kafka,blobstore",
+            "task.commit.ms": "300",
+            "blob.store.uri": "s3://down/prefix",
+            "blob.store.s3.endpoint": down,
+        },
+    )
+    config = write_config(tmp_path / "job.properties", props)
+    feed(broker, f"{name}-in", 0, 5000)
+    metrics = tmp_path / "metrics.json"
+    env = job_env(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
+    result = run_job(config, "--exit-at-end", "--metrics-file", str(metrics), env=env)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "not uploaded to s3://down/prefix" in result.stderr  # said, and tried again
+    assert sum(json.loads(v) for v in read_store(state, "counts", bytes, bytes).values()) == 5000
+    snapshot = read_metrics(metrics)
+    assert metric_sum(snapshot, "container", "snapshot-upload-failures") >= 1
+    assert metric_sum(snapshot, "container", "snapshots-uploaded") == 0
+    assert metric_sum(snapshot, "store.counts", "snapshot-lag-records") > 0  # how far behind
