@@ -30,7 +30,7 @@ from samzapy.stores.logged import LoggedStore
 from samzapy.stores.memory import InMemoryStore
 from samzapy.stores.paths import store_dir
 from samzapy.stores.rocksdb import DEFAULT_LOCK_TIMEOUT_S, RocksDBOptions, RocksDBStore
-from samzapy.stores.serialized import SerdeCheckedStore, SerializedStore
+from samzapy.stores.serialized import Serde, SerdeCheckedStore, SerializedStore
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def _maybe_cached(
 
 
 def _maybe_checked(
-    inner: KeyValueStore[Any, Any], config: StoreConfig, key_serde: Any, msg_serde: Any
+    inner: KeyValueStore[Any, Any], config: StoreConfig, key_serde: Serde | None, msg_serde: Serde | None
 ) -> KeyValueStore[Any, Any]:
     # Above the cache a misfit would surface only at its next write-down, far from the task's
     # put(): check there. Without a cache, SerializedStore fails in the put() itself.
@@ -115,8 +115,8 @@ def build_store(
     *,
     partition: int,
     base_dir: Path,
-    key_serde: Any,
-    msg_serde: Any,
+    key_serde: Serde | None,
+    msg_serde: Serde | None,
     changelog: ChangelogWriter | None,
     metrics: MetricsGroup,
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+
+from rocksdict import RdictIter
 
 from samzapy.errors import StorageFailure
 
@@ -122,7 +123,7 @@ def storage_failure(exc: BaseException, db_dir: Path, doing: str) -> StorageFail
     return StorageFailure(message, store=store, path=file or str(db_dir))
 
 
-def iterator_failure(it: Any, db_dir: Path, read: int) -> StorageFailure | None:
+def iterator_failure(it: RdictIter, db_dir: Path, read: int) -> StorageFailure | None:
     """After a RocksDB iterator's ``valid()`` turned false: the failure if the walk stopped on
     an error (a corrupted block, an unreadable file) rather than at the end of the keys.
 
@@ -142,7 +143,7 @@ def iterator_failure(it: Any, db_dir: Path, read: int) -> StorageFailure | None:
     return None
 
 
-def check_iterator(it: Any, db_dir: Path, read: int) -> None:
+def check_iterator(it: RdictIter, db_dir: Path, read: int) -> None:
     """Raise :func:`iterator_failure`'s failure, if any (for a caller that keeps ``it`` anyway).
 
     Raises:

@@ -20,9 +20,9 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rocksdict import Checkpoint, Rdict, ReadOptions, WriteBatch
 
@@ -157,6 +157,12 @@ class RocksDBStore(RawStore):
             shutil.rmtree(self.path, ignore_errors=True)
             return open_rdict(self.path, self.options, self.lock_timeout_s)
 
+    def _live(self) -> Rdict:
+        """The open database (a bug to ask after :meth:`close`)."""
+        db = self._db
+        assert db is not None, f"{self!r} is closed"
+        return db
+
     def _failure(self, exc: Exception, doing: str) -> StorageFailure:
         return storage_failure(exc, self.path, doing)
 
@@ -174,7 +180,9 @@ class RocksDBStore(RawStore):
         if not keys:
             return []
         try:
-            return self._db.get(keys)  # type: ignore[union-attr]
+            # rocksdict's stub takes a list of any key type (invariant) and returns Any
+            values = cast("list[bytes | None]", self._db.get(keys))  # type: ignore[union-attr, arg-type]
+            return values
         except Exception as exc:
             if not is_rocksdb_error(exc):
                 raise
@@ -258,7 +266,8 @@ class RocksDBStore(RawStore):
         assert db is not None, f"{self!r} is closed"
         options = ReadOptions()
         options.set_verify_checksums(True)
-        options.fill_cache(False)  # a one-off scan must not evict the hot blocks
+        options.fill_cache(False)  # type: ignore[call-arg]  # the binding takes it; its stub omits it
+        # (a one-off scan must not evict the hot blocks)
         options.set_readahead_size(_VERIFY_READAHEAD)
         it = db.iter(options)
         it.seek_to_first()
@@ -275,7 +284,7 @@ class RocksDBStore(RawStore):
     def checkpoint_to(self, target: Path) -> None:
         """Write a RocksDB checkpoint (hard links) of the current state into ``target``."""
         try:
-            Checkpoint(self._db).create_checkpoint(str(target))
+            Checkpoint(self._live()).create_checkpoint(str(target))
         except Exception as exc:
             if not is_rocksdb_error(exc):
                 raise
@@ -341,7 +350,7 @@ class RocksDBStore(RawStore):
 
 def _entries(
     holder: list[Any], db_dir: Path, read_options: ReadOptions | None
-) -> Iterator[Entry[bytes, bytes]]:
+) -> Generator[Entry[bytes, bytes], None, None]:
     """The entries of the iterator in ``holder`` (taken out, so that this frame owns the only
     reference) until it ends; a walk that ended on an error raises StorageFailure."""
     it = holder.pop()

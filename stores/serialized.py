@@ -8,11 +8,11 @@ the next flush, far from the call; :class:`SerializedStore` itself when there is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from samzapy.errors import SerdeError, StoreError
-from samzapy.metrics import MetricsGroup
+from samzapy.metrics import Counter, MetricsGroup
 from samzapy.stores.base import Entry, KeyValueIterator, KeyValueStore
 from samzapy.stores.wrapped import WrappedStore
 
@@ -57,13 +57,14 @@ value serde is set by stores.counts.msg.serde: put a value it takes, or set a se
     return StoreSerdeError(text)
 
 
-def serde_check(serde: Serde | None) -> Any:
+def serde_check(serde: Serde | None) -> Callable[[Any], object]:
     """A function that raises ``SerdeError`` for an object ``serde`` cannot write: the serde's
     own ``check`` when it has one (cheap: the built-in serdes check types), else ``to_bytes``;
     with no serde, only bytes pass."""
     if serde is None:
         return _check_bytes
-    return getattr(serde, "check", None) or serde.to_bytes
+    check: Callable[[Any], object] = getattr(serde, "check", None) or serde.to_bytes
+    return check
 
 
 def _check_bytes(obj: Any) -> None:
@@ -147,7 +148,8 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
         if data is None:
             return None
         self._bytes_read.value += len(kb) + len(data)
-        return self._vo(data)
+        value: V = self._vo(data)
+        return value
 
     def put(self, key: K, value: V | None) -> None:
         """Serialise and write one entry."""
@@ -170,8 +172,9 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
     def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
         """Serialise every entry, then write them in one batch."""
         kb, vb = self._kb, self._vb
-        if kb is _identity and vb is _identity:  # a bytes store: nothing to encode
-            encoded = list(entries)
+        encoded: list[tuple[bytes, bytes | None]]
+        if kb is _identity and vb is _identity:  # a bytes store (K and V are bytes): nothing to encode
+            encoded = cast("list[tuple[bytes, bytes | None]]", list(entries))
         else:
             encoded = []
             for k, v in entries:
@@ -211,7 +214,7 @@ def _identity(data: Any) -> Any:
     return data
 
 
-def _counted(raw: KeyValueIterator[bytes, bytes], counter: Any) -> Iterator[Entry[bytes, bytes]]:
+def _counted(raw: KeyValueIterator[bytes, bytes], counter: Counter) -> Iterator[Entry[bytes, bytes]]:
     """The entries of a bytes store as they are, their bytes counted (one frame per entry
     fewer than decoding them with identity functions: range scans of the window store)."""
     for entry in raw:

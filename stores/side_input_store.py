@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from rocksdict import Options, WriteBatch
+from rocksdict import ColumnFamily, Options, WriteBatch
 
 from samzapy.config.model import StoreConfig
 from samzapy.errors import StoreError
@@ -37,7 +37,7 @@ from samzapy.stores.factory import rocksdb_options
 from samzapy.stores.failures import is_rocksdb_error, storage_failure
 from samzapy.stores.memory import InMemoryStore
 from samzapy.stores.rocksdb import DEFAULT_LOCK_TIMEOUT_S, RocksDBStore
-from samzapy.stores.serialized import SerializedStore
+from samzapy.stores.serialized import Serde, SerializedStore
 from samzapy.stores.wrapped import WrappedStore
 
 #: The column family holding ``topic/partition -> next offset`` of a side-input store.
@@ -75,13 +75,14 @@ class SideInputRocksDBStore(RocksDBStore):
     both (for a rebuild from scratch). Not thread-safe.
     """
 
-    def _offsets_handle(self) -> Any:
+    def _offsets_handle(self) -> ColumnFamily:
+        db = self._live()
         try:
-            return self._db.get_column_family_handle(OFFSETS_CF)
+            return db.get_column_family_handle(OFFSETS_CF)
         except Exception:  # noqa: BLE001 - rocksdict raises plain Exception: the family is missing
-            created = self._db.create_column_family(OFFSETS_CF, Options(raw_mode=True))
+            created = db.create_column_family(OFFSETS_CF, Options(raw_mode=True))
             del created  # a live column-family object keeps the database lock after close()
-            return self._db.get_column_family_handle(OFFSETS_CF)
+            return db.get_column_family_handle(OFFSETS_CF)
 
     def apply(self, entries: Writes, offsets: Mapping[TopicPartitionKey, int]) -> None:
         """Write ``entries`` (``None`` deletes) and the next ``offsets`` in one WriteBatch."""
@@ -95,7 +96,7 @@ class SideInputRocksDBStore(RocksDBStore):
         for tp, offset in offsets.items():
             batch.put(encode_tp(tp), str(offset).encode(), handle)
         try:
-            self._db.write(batch)
+            self._live().write(batch)
         except Exception as exc:
             if not is_rocksdb_error(exc):
                 raise
@@ -103,11 +104,13 @@ class SideInputRocksDBStore(RocksDBStore):
 
     def offsets(self) -> dict[TopicPartitionKey, int]:
         """The next offset of each side-input partition the data reflects (empty: none)."""
-        if OFFSETS_CF not in self._db.list_cf(str(self.path)):
+        db = self._live()
+        if OFFSETS_CF not in db.list_cf(str(self.path)):
             return {}
-        family = self._db.get_column_family(OFFSETS_CF)
+        family = db.get_column_family(OFFSETS_CF)
         try:
-            return {decode_tp(key): int(value) for key, value in family.items()}
+            # a raw-mode family: keys and values are bytes (the stub types any key type)
+            return {decode_tp(key): int(value) for key, value in family.items()}  # type: ignore[arg-type]
         finally:
             del family  # see _offsets_handle
 
@@ -150,14 +153,28 @@ class ReadOnlyStore(WrappedStore[Any, Any]):
         self._name = name
         self._topics = topics
 
-    def _refuse(self, *_args: Any) -> None:
+    def _refuse(self) -> NoReturn:
         msg = (
             f"store '{self._name}' is filled from its side inputs (stores.{self._name}.side.inputs="
             f"{self._topics}) and is read-only for tasks: produce to {self._topics} to change it"
         )
         raise StoreError(msg)
 
-    put = put_all = delete = delete_all = _refuse
+    def put(self, key: Any, value: Any | None) -> None:
+        """Refused: see the class doc."""
+        self._refuse()
+
+    def put_all(self, entries: Iterable[tuple[Any, Any | None]]) -> None:
+        """Refused: see the class doc."""
+        self._refuse()
+
+    def delete(self, key: Any) -> None:
+        """Refused: see the class doc."""
+        self._refuse()
+
+    def delete_all(self, keys: Iterable[Any]) -> None:
+        """Refused: see the class doc."""
+        self._refuse()
 
     def flush(self) -> None:
         """Nothing to flush: the side-input writer writes the engine directly."""
@@ -167,8 +184,8 @@ def build_side_input_store(
     config: StoreConfig,
     *,
     path: Path,
-    key_serde: Any,
-    msg_serde: Any,
+    key_serde: Serde | None,
+    msg_serde: Serde | None,
     metrics: MetricsGroup,
     partition: int = -1,
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,

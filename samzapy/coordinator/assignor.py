@@ -73,7 +73,7 @@ class TaskAssignment:
     withheld: tuple[int, ...] = ()
 
 
-class TaskAssignor(AbstractPartitionAssignor):
+class TaskAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python ships no types
     """The assignor every samzapy member registers with its group consumer.
 
     Args:

@@ -86,7 +86,7 @@ def rebalance_timeout_ms(session_timeout_ms: int) -> int:
     return max(MIN_REBALANCE_TIMEOUT_MS, REBALANCE_TIMEOUT_SESSIONS * session_timeout_ms)
 
 
-class _Notes(ConsumerRebalanceListener):
+class _Notes(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python ships no types
     """Collects the listener calls of kafka-python's network thread for :meth:`GroupMembership.poll`."""
 
     def __init__(self, member: GroupMembership) -> None:

@@ -115,7 +115,7 @@ def place_tasks(tasks: Sequence[int], members: Sequence[MemberState], standby_co
         )
         for member_id in sorted(by_id)
     }
-    endpoints = {t: by_id[owner].endpoint for t, owner in actives.items() if by_id[owner].endpoint}
+    endpoints = {t: endpoint for t, owner in actives.items() if (endpoint := by_id[owner].endpoint)}
     return Placement(assignments, endpoints)
 
 

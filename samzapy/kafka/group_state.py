@@ -62,17 +62,17 @@ class CoordinatorState:
 
     def joined(self) -> bool:
         """Whether the member is in the group or joining it (not out of it)."""
-        return self._coordinator.state != MemberState.UNJOINED
+        return bool(self._coordinator.state != MemberState.UNJOINED)
 
     def rebalancing(self) -> bool:
         """Whether a join or sync round is in flight (the broker holds the member meanwhile)."""
-        return self._coordinator.state == MemberState.REBALANCING
+        return bool(self._coordinator.state == MemberState.REBALANCING)
 
     def seconds_since_answer(self) -> float:
         """Seconds since the broker last answered a heartbeat or completed a join for this
         member (its session is counted from about then)."""
         heartbeat = self._heartbeat
-        return time.monotonic() - max(heartbeat.last_receive, heartbeat.last_reset)
+        return time.monotonic() - float(max(heartbeat.last_receive, heartbeat.last_reset))
 
 
 def coordinator_state(consumer: Any) -> CoordinatorState:

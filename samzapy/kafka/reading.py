@@ -21,7 +21,7 @@ from typing import Any
 from samzapy.kafka.consumer import Consumer
 from samzapy.kafka.fast_path_state import install_decoder, log_fast_paths
 from samzapy.kafka.offsets import end_offsets
-from samzapy.records import Record, TopicPartition
+from samzapy.records import OffsetRecord, Record, TopicPartition
 
 #: How long a poll must stay empty before the partition counts as read to its end.
 IDLE_POLL_MS = 300
@@ -63,13 +63,13 @@ def reader_consumer(
 _key_of, _value_of = attrgetter("key"), attrgetter("value")
 
 
-def batch_bytes(records: Sequence[Any]) -> int:
+def batch_bytes(records: Sequence[OffsetRecord]) -> int:
     """The key and value bytes of ``records`` (a missing key or a tombstone counts 0)."""
     keys = sum(map(len, filter(None, map(_key_of, records))))
     return keys + sum(map(len, filter(None, map(_value_of, records))))
 
 
-def last_values(records: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
+def last_values(records: Sequence[OffsetRecord]) -> Iterator[tuple[bytes | None, bytes | None]]:
     """(key, value) of each of ``records``, in order (for ``dict.update``: the last one wins)."""
     return zip(map(_key_of, records), map(_value_of, records), strict=True)
 

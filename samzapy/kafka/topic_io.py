@@ -73,7 +73,8 @@ def _key_of(value: Any, fmt: LineFormat) -> Any:
 
 
 def _serde(name: str) -> Serde:
-    return BUILTIN_SERDES[name]()
+    serde: Serde = BUILTIN_SERDES[name]()
+    return serde
 
 
 def encode_line(line: str, fmt: LineFormat) -> tuple[bytes | None, bytes]:

@@ -105,7 +105,9 @@ def end_of_stream_record(source: str | None = None) -> tuple[list[tuple[str, byt
     return [(CONTROL_HEADER, END_OF_STREAM)], orjson.dumps(body)
 
 
-def control_message(kind: bytes, source: str, watermark: int) -> tuple[list[tuple[str, bytes]], dict]:
+def control_message(
+    kind: bytes, source: str, watermark: int
+) -> tuple[list[tuple[str, bytes]], dict[str, Any]]:
     """(headers, message) of a control record sent by a task, for its output serde."""
     body: dict[str, Any] = {"control": kind.decode(), "source": source}
     if kind in (WATERMARK, IDLE):

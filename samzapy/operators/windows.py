@@ -306,9 +306,10 @@ class WindowedAggregation:
             key, offset = unescape(suffix)
             start, end, encoded = decode_ms(suffix, offset), decode_ms(stored), stored[8:]
         else:
-            encoded = self._store.get(self._tprefix + suffix)
-            if encoded is None:
+            found = self._store.get(self._tprefix + suffix)
+            if found is None:
                 return None
+            encoded = found
             key, start, end = decode_fixed_key(suffix, 0)
         if end <= self.closed_before():
             return None  # closed: its final result is (or will be) emitted by close_due
@@ -389,7 +390,7 @@ class WindowedAggregation:
         if start >= bound:
             return []
         with self._store.range(start, bound) as it:
-            due = list(islice(it, limit))
+            due: list[tuple[bytes, bytes]] = list(islice(it, limit))
         # The smallest key after the last one returned (all are deleted), or the bound itself.
         self._scan_from[prefix] = due[-1][0] + b"\x00" if limit is not None and len(due) == limit else bound
         return due
