@@ -22,13 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from samzapy.checkpoint import CheckpointFold, CheckpointWriter, TaskCheckpoint
+from samzapy.checkpoint import CheckpointFold, TaskCheckpoint
 from samzapy.config import Config, parse_job_config
-from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
-from samzapy.container.collector import OutputStreams, encode_output
-from samzapy.container.commit import Commit
-from samzapy.container.error_policy import ErrorPolicy, MessageFailure
-from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
+from samzapy.container.collector import encode_output
+from samzapy.container.error_policy import MessageFailure
 from samzapy.container.task_instance import Coordinator, TaskInstance
 from samzapy.errors import SamzapyError, TaskError
 from samzapy.kafka.producer import MAX_REQUEST_SIZE_KEY
@@ -36,12 +33,12 @@ from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.operators.event_time import CONTROL_HEADER, END_OF_STREAM, WATERMARK
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.engine import StorageEngine
-from samzapy.stores.factory import build_store
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import OutgoingMessageEnvelope
 from samzapy.testing.broker import DEFAULT_MAX_REQUEST_SIZE, BrokerRecord, MemoryBroker, MemoryProducer
 from samzapy.testing.changelog import BrokerChangelog
 from samzapy.testing.collector import Crash, CrashPoints, RecordingCollector, Unacknowledged
+from samzapy.testing.run import Shared, TaskRun, restore_copies
 
 _DEFAULTS = {"job.name": "harness", "task.class": "samzapy.task:StreamTask", "task.inputs": "kafka.input"}
 T = TypeVar("T")
@@ -136,44 +133,60 @@ class TaskHarness:
         self.state: State = "running"
         #: What stopped the task (a :class:`MessageFailure` or ``window()``'s error), if anything.
         self.failure: BaseException | None = None
-        self.changelogs: dict[str, BrokerChangelog] = {}
-        self._task = task
-        self._crash_points = CrashPoints()
-        self._extra_inputs: set[SystemStreamPartition] = set()  # streams sent to, not in task.inputs
-        self._restored: tuple[StorageEngine[Any, Any], ...] = ()
-        self._commit_flushes = 0
         #: Where the task's input is read from (and :meth:`send` appends to): :attr:`broker`
         #: with ``loopback``, else a broker of its own.
         self.input_broker = self.broker if loopback else MemoryBroker()
+        self._task = task
+        self._crash_points = CrashPoints()
+        self._shared = Shared(
+            self.job,
+            partition,
+            base_dir,
+            self.registry,
+            self.serdes,
+            self.producer,
+            self.input_broker,
+            self._crash_points,
+            self.outputs,
+            self.serialized,
+            lambda: self.wall_clock_ms,
+        )
+        self._extra_inputs: set[SystemStreamPartition] = set()  # streams sent to, not in task.inputs
+        self._restored: tuple[StorageEngine[Any, Any], ...] = ()
         self._start(None, restore=False)
 
     # ----------------------------------------------------------------- the task's parts
     @property
     def instance(self) -> TaskInstance:
         """The runtime's :class:`TaskInstance` of the current run."""
-        return self._instance
+        return self._taskrun.instance
 
     @property
     def task(self) -> Any:
         """The user's task object of the current run."""
-        return self._instance.task
+        return self._taskrun.instance.task
 
     @property
     def stores(self) -> dict[str, Any]:
         """The task's stores by name, as the task sees them (``get``, ``range``, ``all``...)."""
-        return self._instance.stores
+        return self._taskrun.instance.stores
 
     @property
     def collector(self) -> RecordingCollector:
         """The task's collector (``serialized``: the bytes of each output)."""
-        collector = self._instance.collector
+        collector = self._taskrun.instance.collector
         assert isinstance(collector, RecordingCollector)
         return collector
 
     @property
+    def changelogs(self) -> dict[str, BrokerChangelog]:
+        """The changelog of each logged store, by store name (``.records``, ``.latest()``)."""
+        return self._taskrun.changelogs
+
+    @property
     def coordinator(self) -> Coordinator:
         """The task's coordinator (a requested commit is done right after the call)."""
-        return self._instance.coordinator
+        return self._taskrun.instance.coordinator
 
     @property
     def metrics(self) -> MetricsGroup:
@@ -182,60 +195,22 @@ class TaskHarness:
 
     # ----------------------------------------------------------------- start and restart
     def _start(self, checkpoint: TaskCheckpoint | None, *, restore: bool) -> None:
-        """Build the stores (restored to ``checkpoint`` with ``restore``), the task, its
-        instance and the commit, as the container does; position the inputs."""
+        """Start a run of the task (:class:`~samzapy.testing.run.TaskRun`): its stores
+        (restored to ``checkpoint`` with ``restore``), task object, instance and commit, as
+        the container builds them; then ``init``."""
         self.generation += 1
-        self.changelogs = {}
-        builder = TaskBuilder(
-            self.job,
-            base_dir=self.base_dir,
-            registry=self.registry,
-            serdes=self.serdes,
-            changelog_for=self._changelog_for,
-        )
-        stores = builder.stores(self.partition, checkpoint, restore=restore)
-        self.producer.flush()  # the restore's trim writes, acknowledged before processing starts
-        task = self._new_task()
-        metrics = builder.task_metrics(self.partition)
-        collector = RecordingCollector(
-            self.task_name,
-            self.producer,
-            OutputStreams(self.serdes, self._output_partitions),
-            outputs_kept=self.outputs,
-            serialized_kept=self.serialized,
-            wall_clock_ms=lambda: self.wall_clock_ms,
-            crash_points=self._crash_points,
-            drop_producer_errors=self.job.drop_producer_errors,
-            dropped=metrics.counter("producer-errors-dropped"),
-        )
-        inputs = [
-            *(SystemStreamPartition(s.system, s.stream, self.partition) for s in self.job.inputs),
-            *sorted(
-                self._extra_inputs
-                - {SystemStreamPartition(s.system, s.stream, self.partition) for s in self.job.inputs},
-                key=str,
-            ),
-        ]
-        serdes = {ssp: self.serdes.for_stream(ssp.system_stream) for ssp in inputs}
-        policy = ErrorPolicy(self.job, self.producer)
-        self._instance = TaskInstance(
-            self.task_name, self.partition, task, stores, collector, serdes, policy, metrics
-        )
-        self._instance.offsets.update({ssp: self._start_offset(ssp, checkpoint) for ssp in inputs})
-        self._commit_step = Commit(
-            self.producer,
-            _CrashingWriter(self.producer, self.job.checkpoint_topic, self._crash_points),
-            LocalCheckpointSchedule(
-                {s.name: s.local_checkpoint_ms for s in self.job.stores.values()}, self.job.commit_ms
-            ),
-            self._checkpoint_of,
-            self.registry.group("container"),
-            flush=self._flush,
+        job_inputs = [SystemStreamPartition(s.system, s.stream, self.partition) for s in self.job.inputs]
+        inputs = [*job_inputs, *sorted(self._extra_inputs - set(job_inputs), key=str)]
+        self._taskrun = TaskRun(
+            self._shared, self._new_task(), inputs, checkpoint, restore=restore, generation=self.generation
         )
         self._last_window_ms = self._last_commit_ms = self.wall_clock_ms
-        self.state = "running"
-        self.failure = None
-        builder.init_task(task, self.partition, stores)  # what init raises reaches the test as it is
+        self.state, self.failure = "running", None
+        try:
+            self._taskrun.init()  # what init raises reaches the test as it is
+        except Exception as exc:
+            self.state, self.failure = "failed", exc
+            raise
 
     def _new_task(self) -> Any:
         if isinstance(self._task, type):
@@ -243,34 +218,6 @@ class TaskHarness:
         if isinstance(self._task, str):
             return self.job.task_type()
         return self._task  # an object: the same one again
-
-    def _changelog_for(self, store_config: Any, partition: int) -> BrokerChangelog:
-        changelog = self.changelogs[store_config.name] = BrokerChangelog(
-            store_config.changelog.stream,
-            partition,
-            self.producer,
-            generation=self.generation,
-            on_send=lambda: self._crash_points.reach("after-changelog-send"),
-        )
-        return changelog
-
-    def _output_partitions(self, stream: SystemStream) -> int:
-        """An output's partition count: the broker's topic, else the container's rule."""
-        return ensure_output_topic(self.broker, self.job, stream, self.partition + 1)
-
-    def _start_offset(self, ssp: SystemStreamPartition, checkpoint: TaskCheckpoint | None) -> int:
-        """Where input ``ssp`` starts: the checkpoint's offset, else the oldest or upcoming
-        record (``samza.offset.default``), as in a job."""
-        if checkpoint is not None and ssp in checkpoint.input_offsets:
-            return checkpoint.input_offsets[ssp]
-        if self.job.stream(ssp.system_stream).offset_default == "oldest":
-            return 0
-        return self.input_broker.end_offset((ssp.stream, ssp.partition))
-
-    def _checkpoint_of(
-        self, task_name: str, inputs: dict[Any, int], changelogs: dict[str, int | None]
-    ) -> TaskCheckpoint:
-        return TaskCheckpoint(task_name, inputs, changelogs, generation=self.generation)
 
     @property
     def checkpoint(self) -> TaskCheckpoint | None:
@@ -297,7 +244,7 @@ class TaskHarness:
             self.producer.land_unacknowledged()
         else:
             self.producer.lose_unacknowledged()
-        self._instance.abandon()
+        self._taskrun.instance.abandon()
         self.state = "crashed"
 
     def crash_at(self, point: str, *, after: int = 1, unacknowledged: Unacknowledged = "lose") -> None:
@@ -320,9 +267,9 @@ class TaskHarness:
             msg = "restart(): the harness is closed"
             raise HarnessError(msg)
         if self.state == "running":
-            self._run(lambda: self._commit_step([self._instance], final=True))
+            self._guarded(lambda: self._taskrun.commit(final=True))
         if self.state in ("running", "stopped", "failed"):
-            self._instance.close()
+            self._taskrun.instance.close()
             self.producer.flush()  # a clean close flushes the producer
         self._start(self.checkpoint, restore=True)
         self.process_available()
@@ -382,10 +329,10 @@ class TaskHarness:
     def _input(self, stream: SystemStream) -> SystemStreamPartition:
         """The task's partition of ``stream``, made an input of the task if it was not one."""
         ssp = SystemStreamPartition(stream.system, stream.stream, self.partition)
-        if ssp not in self._instance.input_serdes:
+        if ssp not in self._taskrun.instance.input_serdes:
             self._extra_inputs.add(ssp)
-            self._instance.input_serdes[ssp] = self.serdes.for_stream(stream)
-            self._instance.offsets[ssp] = self._start_offset(ssp, None)
+            self._taskrun.instance.input_serdes[ssp] = self.serdes.for_stream(stream)
+            self._taskrun.instance.offsets[ssp] = self._taskrun.start_offset(ssp, None)
         return ssp
 
     def process_available(self) -> int:
@@ -393,7 +340,7 @@ class TaskHarness:
         took them (several inputs interleave as they were sent), committing where the task
         asks; returns how many. Another harness over the same broker may have written them.
         Does nothing while the task is not running."""
-        return self._run(self._process_available)
+        return self._guarded(self._process_available)
 
     def _process_available(self) -> int:
         done = 0
@@ -410,7 +357,7 @@ class TaskHarness:
         """The input record to process next: the first the broker took among the task's
         input partitions."""
         best: tuple[SystemStreamPartition, BrokerRecord] | None = None
-        for ssp, position in self._instance.offsets.items():
+        for ssp, position in self._taskrun.instance.offsets.items():
             log = self.input_broker.log(ssp.stream, ssp.partition)
             at = log.index_of(position)
             if at < len(log.records) and (best is None or log.records[at].sequence < best[1].sequence):
@@ -420,11 +367,11 @@ class TaskHarness:
     def _process(self, ssp: SystemStreamPartition, record: BrokerRecord) -> None:
         error: BaseException | None = None
         try:
-            self._instance.process_records(ssp, [record])
+            self._taskrun.instance.process_records(ssp, [record])
         except MessageFailure as failure:
             # As the container: commit what came before when that is safe, then stop.
             if failure.safe_to_commit:
-                self._commit_step([self._instance], final=True)
+                self._taskrun.commit(final=True)
             self.failure, self.state = failure, "failed"
             error = _as_raised(failure)
         if error is not None:
@@ -433,9 +380,9 @@ class TaskHarness:
 
     def _after_call(self) -> None:
         """What the run loop does after a task's call: commit when asked, stop when asked."""
-        coordinator = self._instance.coordinator
+        coordinator = self._taskrun.instance.coordinator
         if coordinator.shutdown_requested:
-            self._commit_step([self._instance], final=True)
+            self._taskrun.commit(final=True)
             self.state = "stopped"
         elif coordinator.commit_requested:
             self._commit()
@@ -450,12 +397,12 @@ class TaskHarness:
             Exception: what ``window`` raised (the task is then ``failed``, as a job stops).
         """
         self._require_running("window()")
-        self._run(self._window)
+        self._guarded(self._window)
 
     def _window(self) -> None:
         error: BaseException | None = None
         try:
-            self._instance.window()
+            self._taskrun.instance.window()
         except TaskError as failure:
             self.failure, self.state = failure, "failed"
             error = _as_raised(failure)
@@ -474,20 +421,11 @@ class TaskHarness:
             HarnessError: the task is not running.
         """
         self._require_running("commit()")
-        self._run(self._commit)
+        self._guarded(self._commit)
 
     def _commit(self) -> None:
-        self._commit_flushes = 0
-        self._commit_step([self._instance])
+        self._taskrun.commit()
         self._last_commit_ms = self.wall_clock_ms
-
-    def _flush(self, what: str) -> None:
-        """The commit's producer flush; the first of a commit is the ``after-producer-flush``
-        crash point."""
-        self.producer.flush()
-        self._commit_flushes += 1
-        if self._commit_flushes == 1:
-            self._crash_points.reach("after-producer-flush")
 
     def advance_wall_clock(self, ms: int) -> None:
         """Move the harness's wall clock on by ``ms`` and do what the run loop does when that
@@ -563,26 +501,9 @@ class TaskHarness:
         The harness's own stores and changelogs are left as they are; :meth:`close` closes the
         restored stores. (:meth:`restart` restores the task's own stores in place.)
         """
-        offsets = offsets or {}
         round_dir = self.base_dir / f"restored-{len(self._restored)}"
-        restored: dict[str, StorageEngine[Any, Any]] = {}
-        for name, captured in self.changelogs.items():
-            config = self.job.stores[name]
-            changelog = captured.copy()
-            entries = changelog.entries
-            key_serde, msg_serde = self.serdes.for_store(config)
-            store: StorageEngine[Any, Any] = build_store(
-                config,
-                partition=self.partition,
-                base_dir=round_dir,
-                key_serde=key_serde,
-                msg_serde=msg_serde,
-                changelog=changelog,
-                metrics=self.registry.group(f"store.{name}.{self.task_name}.{round_dir.name}"),
-            )
-            self._restored = (*self._restored, store)
-            store.restore(offsets[name] if name in offsets else (entries[-1].offset if entries else None))
-            restored[name] = store
+        restored = restore_copies(self._shared, self.changelogs, offsets or {}, round_dir)
+        self._restored = (*self._restored, *restored.values())
         return restored
 
     def close(self) -> None:
@@ -592,7 +513,7 @@ class TaskHarness:
             return
         try:
             if self.state != "crashed":
-                self._instance.close()
+                self._taskrun.instance.close()
         finally:
             self.state = "closed"
             for store in self._restored:
@@ -608,27 +529,13 @@ class TaskHarness:
             )
             raise HarnessError(msg)
 
-    def _run(self, action: Callable[[], T]) -> T | int:
+    def _guarded(self, action: Callable[[], T]) -> T | int:
         """Run ``action``; a crash point reached in it crashes the task (and returns 0)."""
         try:
             return action()
         except Crash as crash:
             self.crash(crash.unacknowledged)
             return 0
-
-
-class _CrashingWriter(CheckpointWriter):
-    """The checkpoint writer with the driver's crash points around its send."""
-
-    def __init__(self, producer: MemoryProducer, topic: str, crash_points: CrashPoints) -> None:
-        super().__init__(producer, topic)
-        self._crash_points = crash_points
-
-    def write(self, checkpoint: TaskCheckpoint) -> None:
-        """Send ``checkpoint`` (the crash points: just before and just after)."""
-        self._crash_points.reach("after-local-checkpoint")
-        super().write(checkpoint)
-        self._crash_points.reach("after-checkpoint-send")
 
 
 def _as_raised(failure: BaseException) -> BaseException:

@@ -1,0 +1,213 @@
+"""One life of a task in the test driver, from its start to its crash or stop: the stores
+(restored or not), the task object, its ``TaskInstance`` and the commit, built as the
+container builds them (``samzapy.container.run_loop``) over the driver's in-memory clients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
+from samzapy.config import JobConfig
+from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
+from samzapy.container.collector import OutputStreams
+from samzapy.container.commit import Commit
+from samzapy.container.error_policy import ErrorPolicy
+from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
+from samzapy.container.task_instance import TaskInstance
+from samzapy.metrics import MetricsRegistry
+from samzapy.serdes import SerdeResolver
+from samzapy.stores.engine import StorageEngine
+from samzapy.stores.factory import build_store
+from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
+from samzapy.task import OutgoingMessageEnvelope
+from samzapy.testing.broker import MemoryBroker, MemoryProducer
+from samzapy.testing.changelog import BrokerChangelog
+from samzapy.testing.collector import CrashPoints, RecordingCollector
+
+
+@dataclass
+class Shared:
+    """What every run of one harness shares: the job, the clients, and what is kept across
+    runs (outputs, the wall clock, the armed crash points)."""
+
+    job: JobConfig
+    partition: int
+    base_dir: Path
+    registry: MetricsRegistry
+    serdes: SerdeResolver
+    producer: MemoryProducer
+    input_broker: MemoryBroker
+    crash_points: CrashPoints
+    outputs: list[OutgoingMessageEnvelope]
+    serialized: list[tuple[Any, Any]]
+    wall_clock_ms: Callable[[], int]
+
+
+class TaskRun:
+    """The task's parts for one run (see the module docstring).
+
+    Args:
+        shared: the harness's shared parts.
+        task: the user's task object (``init`` is called by :meth:`init`).
+        inputs: the task's input partitions.
+        checkpoint: what the run starts from (``None``: nothing committed).
+        restore: restore the stores to ``checkpoint`` (a restart); else they are used as they
+            are on disk (a fresh harness).
+        generation: the ownership generation stamped on changelog records and checkpoints.
+    """
+
+    def __init__(
+        self,
+        shared: Shared,
+        task: Any,
+        inputs: list[SystemStreamPartition],
+        checkpoint: TaskCheckpoint | None,
+        *,
+        restore: bool,
+        generation: int,
+    ) -> None:
+        self._shared = shared
+        self.generation = generation
+        self.changelogs: dict[str, BrokerChangelog] = {}
+        job, partition = shared.job, shared.partition
+        self._builder = TaskBuilder(
+            job,
+            base_dir=shared.base_dir,
+            registry=shared.registry,
+            serdes=shared.serdes,
+            changelog_for=self._changelog_for,
+        )
+        stores = self._builder.stores(partition, checkpoint, restore=restore)
+        shared.producer.flush()  # the restore's trim writes, acknowledged before processing starts
+        self.instance = TaskInstance(
+            task_name_for(partition),
+            partition,
+            task,
+            stores,
+            self._collector(),
+            {ssp: shared.serdes.for_stream(ssp.system_stream) for ssp in inputs},
+            ErrorPolicy(job, shared.producer),
+            self._builder.task_metrics(partition),
+        )
+        self.instance.offsets.update({ssp: self.start_offset(ssp, checkpoint) for ssp in inputs})
+        self._flushes = 0
+        self._commit = Commit(
+            shared.producer,
+            _CrashingWriter(shared.producer, job.checkpoint_topic, shared.crash_points),
+            LocalCheckpointSchedule(
+                {s.name: s.local_checkpoint_ms for s in job.stores.values()}, job.commit_ms
+            ),
+            self._checkpoint_of,
+            shared.registry.group("container"),
+            flush=self._flush,
+        )
+
+    def init(self) -> None:
+        """Call the task's ``init`` with its context; what it raises passes through as it is."""
+        self._builder.init_task(self.instance.task, self._shared.partition, self.instance.stores)
+
+    def commit(self, *, final: bool = False) -> None:
+        """The container's commit of this task (``final``: every store's local checkpoint)."""
+        self._flushes = 0
+        self._commit([self.instance], final=final)
+
+    def start_offset(self, ssp: SystemStreamPartition, checkpoint: TaskCheckpoint | None) -> int:
+        """Where input ``ssp`` starts: the checkpoint's offset, else the oldest or the upcoming
+        record (``samza.offset.default``), as in a job."""
+        if checkpoint is not None and ssp in checkpoint.input_offsets:
+            return checkpoint.input_offsets[ssp]
+        if self._shared.job.stream(ssp.system_stream).offset_default == "oldest":
+            return 0
+        return self._shared.input_broker.end_offset((ssp.stream, ssp.partition))
+
+    def _collector(self) -> RecordingCollector:
+        shared = self._shared
+        return RecordingCollector(
+            task_name_for(shared.partition),
+            shared.producer,
+            OutputStreams(shared.serdes, self._output_partitions),
+            outputs_kept=shared.outputs,
+            serialized_kept=shared.serialized,
+            wall_clock_ms=shared.wall_clock_ms,
+            crash_points=shared.crash_points,
+            drop_producer_errors=shared.job.drop_producer_errors,
+            dropped=self._builder.task_metrics(shared.partition).counter("producer-errors-dropped"),
+        )
+
+    def _changelog_for(self, store_config: Any, partition: int) -> BrokerChangelog:
+        crash_points = self._shared.crash_points
+        changelog = self.changelogs[store_config.name] = BrokerChangelog(
+            store_config.changelog.stream,
+            partition,
+            self._shared.producer,
+            generation=self.generation,
+            on_send=lambda: crash_points.reach("after-changelog-send"),
+        )
+        return changelog
+
+    def _output_partitions(self, stream: SystemStream) -> int:
+        """An output's partition count: the broker's topic, else the container's rule."""
+        shared = self._shared
+        return ensure_output_topic(shared.producer.broker, shared.job, stream, shared.partition + 1)
+
+    def _checkpoint_of(
+        self, task_name: str, inputs: dict[Any, int], changelogs: dict[str, int | None]
+    ) -> TaskCheckpoint:
+        return TaskCheckpoint(task_name, inputs, changelogs, generation=self.generation)
+
+    def _flush(self, what: str) -> None:
+        """The commit's producer flush; the first of a commit is the ``after-producer-flush``
+        crash point."""
+        self._shared.producer.flush()
+        self._flushes += 1
+        if self._flushes == 1:
+            self._shared.crash_points.reach("after-producer-flush")
+
+
+class _CrashingWriter(CheckpointWriter):
+    """The checkpoint writer with the driver's crash points around its send."""
+
+    def __init__(self, producer: MemoryProducer, topic: str, crash_points: CrashPoints) -> None:
+        super().__init__(producer, topic)
+        self._crash_points = crash_points
+
+    def write(self, checkpoint: TaskCheckpoint) -> None:
+        """Send ``checkpoint`` (the crash points: just before and just after)."""
+        self._crash_points.reach("after-local-checkpoint")
+        super().write(checkpoint)
+        self._crash_points.reach("after-checkpoint-send")
+
+
+def restore_copies(
+    shared: Shared, changelogs: dict[str, BrokerChangelog], offsets: dict[str, int | None], round_dir: Path
+) -> dict[str, StorageEngine[Any, Any]]:
+    """Fresh stores in ``round_dir``, each restored from a copy of its changelog to
+    ``offsets[store]`` (default: the changelog's last record), by store name; closed by the
+    caller. A store whose restore fails is closed before the error passes on."""
+    restored: dict[str, StorageEngine[Any, Any]] = {}
+    for name, captured in changelogs.items():
+        config = shared.job.stores[name]
+        changelog = captured.copy()
+        entries = changelog.entries
+        key_serde, msg_serde = shared.serdes.for_store(config)
+        store: StorageEngine[Any, Any] = build_store(
+            config,
+            partition=shared.partition,
+            base_dir=round_dir,
+            key_serde=key_serde,
+            msg_serde=msg_serde,
+            changelog=changelog,
+            metrics=shared.registry.group(f"store.{name}.{task_name_for(shared.partition)}.{round_dir.name}"),
+        )
+        try:
+            store.restore(offsets[name] if name in offsets else (entries[-1].offset if entries else None))
+        except BaseException:
+            store.close()
+            for done in restored.values():
+                done.close()
+            raise
+        restored[name] = store
+    return restored
