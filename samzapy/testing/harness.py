@@ -244,7 +244,7 @@ class TaskHarness:
             self.producer.land_unacknowledged()
         else:
             self.producer.lose_unacknowledged()
-        self._taskrun.instance.abandon()
+        self._taskrun.abandon()
         self.state = "crashed"
 
     def crash_at(self, point: str, *, after: int = 1, unacknowledged: Unacknowledged = "lose") -> None:
@@ -269,7 +269,7 @@ class TaskHarness:
         if self.state == "running":
             self._guarded(lambda: self._taskrun.commit(final=True))
         if self.state in ("running", "stopped", "failed"):
-            self._taskrun.instance.close()
+            self._taskrun.close()
             self.producer.flush()  # a clean close flushes the producer
         self._start(self.checkpoint, restore=True)
         self.process_available()
@@ -331,8 +331,7 @@ class TaskHarness:
         ssp = SystemStreamPartition(stream.system, stream.stream, self.partition)
         if ssp not in self._taskrun.instance.input_serdes:
             self._extra_inputs.add(ssp)
-            self._taskrun.instance.input_serdes[ssp] = self.serdes.for_stream(stream)
-            self._taskrun.instance.offsets[ssp] = self._taskrun.start_offset(ssp, None)
+            self._taskrun.add_input(ssp, stream)
         return ssp
 
     def process_available(self) -> int:
@@ -343,21 +342,24 @@ class TaskHarness:
         return self._guarded(self._process_available)
 
     def _process_available(self) -> int:
+        if self._taskrun.runner is not None:
+            return self._process_async()
         done = 0
         while self.state == "running":
-            found = self._next_record()
+            found = self._next_record(self._taskrun.instance.offsets)
             if found is None:
                 break
-            ssp, record = found
-            self._process(ssp, record)
+            self._process(*found)
             done += 1
         return done
 
-    def _next_record(self) -> tuple[SystemStreamPartition, BrokerRecord] | None:
+    def _next_record(
+        self, positions: dict[SystemStreamPartition, int]
+    ) -> tuple[SystemStreamPartition, BrokerRecord] | None:
         """The input record to process next: the first the broker took among the task's
-        input partitions."""
+        input partitions, at or after ``positions``."""
         best: tuple[SystemStreamPartition, BrokerRecord] | None = None
-        for ssp, position in self._taskrun.instance.offsets.items():
+        for ssp, position in positions.items():
             log = self.input_broker.log(ssp.stream, ssp.partition)
             at = log.index_of(position)
             if at < len(log.records) and (best is None or log.records[at].sequence < best[1].sequence):
@@ -377,6 +379,29 @@ class TaskHarness:
         if error is not None:
             raise error
         self._after_call()
+
+    def _process_async(self) -> int:
+        """An async task: every waiting record taken in (lanes run them concurrently, one key
+        in order), then the loop run until all are done, as before a commit."""
+        runner, instance = self._taskrun.runner, self._taskrun.instance
+        assert runner is not None
+        admitted = dict(instance.offsets)
+        done = 0
+        error: BaseException | None = None
+        try:
+            while (found := self._next_record(admitted)) is not None:
+                ssp, record = found
+                runner.submit(ssp, instance, [record])
+                admitted[ssp] = record.offset + 1
+                done += 1
+            runner.drain()
+        except MessageFailure as failure:  # never safe to commit: later messages may be done
+            self.failure, self.state = failure, "failed"
+            error = _as_raised(failure)
+        if error is not None:
+            raise error
+        self._after_call()
+        return done
 
     def _after_call(self) -> None:
         """What the run loop does after a task's call: commit when asked, stop when asked."""
@@ -402,8 +427,8 @@ class TaskHarness:
     def _window(self) -> None:
         error: BaseException | None = None
         try:
-            self._taskrun.instance.window()
-        except TaskError as failure:
+            self._taskrun.window()
+        except TaskError as failure:  # window() raised, or an async message drained first
             self.failure, self.state = failure, "failed"
             error = _as_raised(failure)
         if error is not None:
@@ -513,7 +538,7 @@ class TaskHarness:
             return
         try:
             if self.state != "crashed":
-                self._taskrun.instance.close()
+                self._taskrun.close()
         finally:
             self.state = "closed"
             for store in self._restored:

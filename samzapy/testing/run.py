@@ -11,6 +11,7 @@ from typing import Any
 
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
 from samzapy.config import JobConfig
+from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
 from samzapy.container.collector import OutputStreams
 from samzapy.container.commit import Commit
@@ -93,6 +94,11 @@ class TaskRun:
             self._builder.task_metrics(partition),
         )
         self.instance.offsets.update({ssp: self.start_offset(ssp, checkpoint) for ssp in inputs})
+        #: Runs an :class:`~samzapy.AsyncStreamTask` as the container does (lanes, retries,
+        #: timeouts; drained before a commit or a window call); ``None`` for other tasks.
+        self.runner = AsyncRunner.for_tasks([self.instance], job, ErrorPolicy(job, shared.producer))
+        if self.runner is not None:
+            self.runner.start()
         self._flushes = 0
         self._commit = Commit(
             shared.producer,
@@ -102,12 +108,40 @@ class TaskRun:
             ),
             self._checkpoint_of,
             shared.registry.group("container"),
+            drain=None if self.runner is None else self.runner.drain,
             flush=self._flush,
         )
 
     def init(self) -> None:
         """Call the task's ``init`` with its context; what it raises passes through as it is."""
         self._builder.init_task(self.instance.task, self._shared.partition, self.instance.stores)
+
+    def add_input(self, ssp: SystemStreamPartition, stream: SystemStream) -> None:
+        """Make ``ssp`` an input of the running task (a stream the test sends to that
+        ``task.inputs`` does not name), starting where a job would."""
+        self.instance.input_serdes[ssp] = self._shared.serdes.for_stream(stream)
+        self.instance.offsets[ssp] = self.start_offset(ssp, None)
+        if self.runner is not None:  # nothing is held between two calls: trackers start afresh
+            self.runner.add(self.instance)
+
+    def window(self) -> None:
+        """The task's ``window`` (async tasks drained first, as the run loop does)."""
+        if self.runner is not None:
+            self.runner.drain()
+        self.instance.window()
+
+    def close(self) -> None:
+        """A clean stop's close: the async loop, then the task and its stores."""
+        if self.runner is not None:
+            self.runner.close()
+        self.instance.close()
+
+    def abandon(self) -> None:
+        """A crash: messages in flight are dropped, stores closed without writing."""
+        if self.runner is not None:
+            self.runner.drop(self.instance)
+            self.runner.close()
+        self.instance.abandon()
 
     def commit(self, *, final: bool = False) -> None:
         """The container's commit of this task (``final``: every store's local checkpoint)."""

@@ -3,12 +3,13 @@ checkpoint, crash and restart, the error policy, the stream-time helpers, shared
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, WindowableTask
+from samzapy import AsyncStreamTask, InitableTask, OutgoingMessageEnvelope, StreamTask, WindowableTask
 from samzapy.config import load_config
 from samzapy.container.error_policy import ERROR_HEADER
 from samzapy.jobs.pageview_counter import PageViewCounterTask
@@ -244,3 +245,36 @@ def test_crash_points_are_named_and_checked(harness) -> None:  # type: ignore[no
     with pytest.raises(HarnessError, match="commit\\(\\): the task is crashed; restart"):
         h.commit()
     assert [r.key for r in h.input_broker.records("words")] == [b"a", b"b", b"c"]
+
+
+class AsyncCountTask(AsyncStreamTask, InitableTask):
+    """Counts words after an await; ``slow`` words wait longer, so later keys finish first."""
+
+    def init(self, context: Any) -> None:
+        self.counts = context.get_store("counts")
+
+    async def process_async(self, envelope: Any, collector: Any, coordinator: Any) -> None:
+        word = envelope.message["word"]
+        await asyncio.sleep(0.01 if word == "slow" else 0)
+        if word == "boom":
+            raise ValueError("no booms")
+        self.counts.put(word, (self.counts.get(word) or 0) + 1)
+        collector.send(OutgoingMessageEnvelope("kafka.counts", key=word, message={"word": word}))
+
+
+def test_an_async_task_runs_in_the_async_runner_and_survives_a_crash(harness) -> None:  # type: ignore[no-untyped-def]
+    h = harness(
+        {"task.max.concurrency": "4", "systems.kafka.samza.offset.default": "oldest"}, task=AsyncCountTask
+    )
+    assert "queue-capacity" in h.metrics.gauge_names()  # the container's async runner runs it
+    words(h, "slow", "a", "b")  # sent one at a time: each call drains
+    h.commit()
+    assert h.checkpoint is not None and h.checkpoint.input_offsets == {WORDS: 3}
+    h.send_raw("kafka.words", b"slow", b'{"word": "slow"}')
+    words(h, "a")
+    h.crash()
+    h.restart()
+    assert counts(h) == {"slow": 2, "a": 2, "b": 1}
+    with pytest.raises(ValueError, match="no booms"):
+        words(h, "boom")  # the error policy, once task.retry.max.attempts (0 here) are used up
+    assert h.state == "failed"
