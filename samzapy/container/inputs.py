@@ -49,6 +49,9 @@ class Inputs:
         self.partitions = {p.tp: p for p in partitions}
         self._order = {p.tp: (-int(p.bootstrap), -p.priority, p.tp.topic, p.tp.partition) for p in partitions}
         self._assigned: set[TopicPartition] = set()
+        #: Bumped whenever every partition is sought again (a task came or went): records
+        #: polled before then and not handed out yet come again, and must not be handed out.
+        self.epoch = 0
         self._reassign({})
 
     def _reassign(self, position: dict[SystemStreamPartition, int], *, force: bool = False) -> None:
@@ -64,6 +67,7 @@ class Inputs:
         if wanted == self._assigned and not force:
             return
         previous = set() if force else self._assigned
+        self.epoch += int(force)
         self.consumer.assign(sorted(wanted))
         for tp in wanted - previous:
             part = self.partitions[tp]

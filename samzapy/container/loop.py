@@ -11,8 +11,8 @@ every :data:`PROGRESS_EVERY_S` seconds.
 
 The loop owns no part of the container: it is handed them (:class:`RunLoop`). It reads the
 running tasks from the container's task manager at each step, never a list of its own, and
-stops handing out a poll's records once the tasks changed under it (a commit lost a fenced
-task): the inputs were re-sought then, so the records not handed out come again.
+stops handing out a poll's records once the inputs were sought again under it (a task came
+or went in a commit or while the lease was held): those records come again.
 """
 
 from __future__ import annotations
@@ -49,10 +49,6 @@ def processed(tasks: Iterable[Any]) -> int:
 
 class Tasks(Protocol):
     """The running tasks, as the loop reads them (:class:`~samzapy.container.task_manager.TaskManager`)."""
-
-    @property
-    def version(self) -> int:
-        """Changes at every batch of task moves."""
 
     def running(self) -> Sequence[Any]:
         """The running tasks' ``TaskInstance`` objects."""
@@ -169,15 +165,16 @@ class RunLoop:
 
     def _still_owned(self, polled: list[Any], group: Membership) -> list[Any]:
         """``polled`` once the member's lease holds, without the tasks it lost meanwhile."""
-        if not group.hold(self._stopping):
-            return []
+        epoch = self._inputs.epoch
+        if not group.hold(self._stopping) or self._inputs.epoch != epoch:
+            return []  # a stop, or the inputs were sought again: these records come again
         owned = {id(t) for t in self._tasks.running()}
         return [(part, records) for part, records in polled if id(part.task) in owned]
 
     def _process(self, polled: list[Any]) -> None:
         """Hand each polled batch to its task; commit where a task asks, right after the call."""
-        runner, tasks = self._runner, self._tasks
-        version = tasks.version
+        runner, inputs = self._runner, self._inputs
+        epoch = inputs.epoch
         for part, records in polled:
             task = part.task
             if runner is not None and runner.owns(task):
@@ -188,7 +185,7 @@ class RunLoop:
                 done = task.process_records(part.ssp, records, done)
                 if task.coordinator.commit_requested:
                     self._commit()
-                    if tasks.version != version:  # a task was lost: the inputs were re-sought
+                    if inputs.epoch != epoch:  # a task was lost: its records, and these, come again
                         return
             if self._stopping() or task.coordinator.shutdown_requested:
                 return

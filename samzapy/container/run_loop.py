@@ -365,9 +365,10 @@ class Container:
         read the offsets it sets); then the commit."""
         job = self.job
         self._inputs = open_inputs(job, consumer_servers, [], input_counts, {})
-        manager.subscribe(InputsFollower(manager, self._inputs, job, input_counts))
         if issubclass(job.task_type, AsyncStreamTask):
             self._async = AsyncRunner([], job, self._policy)
+        manager.subscribe(InputsFollower(manager, self._inputs, job, input_counts, self._async))
+        if self._async is not None:
             manager.subscribe(AsyncFollower(self._async))
         at_head = {s.name for s in job.stores.values() if s.flush_at_head}
         if at_head:

@@ -4,7 +4,9 @@ order they subscribed, they start and stop what they keep per task.
 
 - :class:`InputsFollower`: a running task's input partitions are read from its checkpoint on;
   a suspended task's are no longer read (subscribe it first: the others read the offsets it sets);
-- :class:`AsyncFollower`: async tasks get their lanes and trackers, and lose them;
+  with async tasks, a suspended task's messages in flight are cancelled and the others' are
+  finished first, since every partition is sought again at its task's offset;
+- :class:`AsyncFollower`: a started async task gets its lanes and trackers;
 - :class:`HeadFlushFollower`: the ``flush.at.head`` stores of running tasks;
 - :class:`GaugeFollower`: the per-task and per-input gauges;
 - :class:`StatusFollower`: ``/health`` and the status page's per-task states;
@@ -45,19 +47,34 @@ def _suspended(changes: Sequence[Transition]) -> list[ManagedTask]:
 
 
 class InputsFollower:
-    """Reads the inputs of the running tasks (``inputs`` is the container's ``Inputs``)."""
+    """Reads the inputs of the running tasks (``inputs`` is the container's ``Inputs``;
+    ``runner`` the ``AsyncRunner``, if the job has async tasks)."""
 
     def __init__(
-        self, manager: TaskManager, inputs: Inputs, job: JobConfig, input_counts: dict[SystemStream, int]
+        self,
+        manager: TaskManager,
+        inputs: Inputs,
+        job: JobConfig,
+        input_counts: dict[SystemStream, int],
+        runner: AsyncRunner | None = None,
     ) -> None:
         self._manager = manager
         self._inputs = inputs
         self._job = job
         self._counts = input_counts
+        self._runner = runner
 
     def tasks_changed(self, changes: Sequence[Transition]) -> None:
-        """Add the started tasks' partitions (at their checkpointed offsets); drop the suspended ones'."""
-        started = _started(changes)
+        """Add the started tasks' partitions (at their checkpointed offsets); drop the suspended
+        ones'. Every partition is sought again at its task's offset, so an async task must
+        hold no message then: its offset is the lowest one still in flight (a suspended
+        task's are cancelled, the others' finished)."""
+        started, suspended = _started(changes), _suspended(changes)
+        if self._runner is not None and (started or suspended) and not self._manager.closing:
+            for task in suspended:
+                assert task.instance is not None
+                self._runner.drop(task.instance)
+            self._runner.drain()
         if started:
             instances = [t.instance for t in started if t.instance is not None]
             checkpoints: dict[str, TaskCheckpoint] = {
@@ -67,7 +84,7 @@ class InputsFollower:
             for instance in instances:
                 instance.offsets.update({p.ssp: p.start_offset for p in parts if p.task is instance})
             self._inputs.add(parts, positions(self._manager.running()))
-        if _suspended(changes) and not self._manager.closing:  # at shutdown the consumer just closes
+        if suspended and not self._manager.closing:  # at shutdown the consumer just closes
             running = self._manager.running()
             self._inputs.drop_tasks(list(running), positions(running))
 
@@ -80,7 +97,7 @@ class AsyncFollower:
 
     def tasks_changed(self, changes: Sequence[Transition]) -> None:
         """Admit the started tasks (from the offsets the inputs set); drop the suspended ones
-        (their messages in flight are cancelled: a revoked task was drained by its commit)."""
+        (their messages in flight are cancelled, if :class:`InputsFollower` has not already)."""
         for task in _started(changes):
             assert task.instance is not None
             self._runner.add(task.instance)

@@ -103,9 +103,6 @@ class TaskManager:
         self._restores: dict[int, _Restore] = {}
         self._listeners: list[TaskListener] = []
         self._running: tuple[TaskInstance, ...] = ()
-        #: Bumped at every batch of moves: the run loop stops handing out a poll's records
-        #: once the inputs were re-sought under it.
-        self.version = 0
         #: Set by :meth:`close`: listeners may leave what they keep as it is (shutdown).
         self.closing = False
 
@@ -327,7 +324,6 @@ class TaskManager:
     def _tell(self, changes: list[Transition]) -> None:
         if not changes:
             return
-        self.version += 1
         self._running = tuple(
             t.instance
             for _, t in sorted(self._active.items())

@@ -59,3 +59,17 @@ class SlowTask(AsyncStreamTask):
 
     async def process_async(self, envelope, collector, coordinator):
         await asyncio.sleep(0.005)
+
+
+class AsyncCountingTask(AsyncStreamTask, InitableTask):
+    """Counts messages per key in the store ``counts`` after a short random await: a
+    read-modify-write, so a replay that double-counts shows (group mode's kill -9 test)."""
+
+    def init(self, context):
+        self.counts = context.get_store("counts")
+        self.rng = random.Random(context.partition)
+
+    async def process_async(self, envelope, collector, coordinator):
+        await asyncio.sleep(self.rng.random() * 0.002)
+        key = envelope.key
+        self.counts.put(key, (self.counts.get(key) or 0) + 1)

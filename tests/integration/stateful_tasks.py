@@ -86,3 +86,19 @@ class TransactionalStateTask(StreamTask, InitableTask):
             self.store.put(message, message)
         if commit:
             coordinator.commit()
+
+
+class WeightedCountingTask(CountingTask):
+    """Adds each key's weight from the side-input store ``weights`` to its count; a key
+    without a weight stops the job (the side-input store must hold the whole table)."""
+
+    def init(self, context):
+        super().init(context)
+        self.weights = context.get_store("weights")
+
+    def process(self, envelope, collector, coordinator):
+        key = envelope.key
+        weight = self.weights.get(key)
+        if weight is None:
+            raise LookupError(f"no weight for {key!r} in the side-input store")
+        self.counts.put(key, (self.counts.get(key) or 0) + weight)
