@@ -117,7 +117,9 @@ class MemoryBroker:
         partitions: partition counts of topics known in advance (an output stream's count
             decides which partition a keyed output goes to); other topics are created with
             ``default_partitions`` partitions when first used.
-        default_partitions: the partition count of a topic created on first use.
+        default_partitions: the partition count of a topic created on first use, and the
+            task count a harness assumes when it creates an output stream that has no
+            configured partition count (as the container uses the job's task count).
     """
 
     def __init__(self, partitions: dict[str, int] | None = None, default_partitions: int = 1) -> None:

@@ -183,9 +183,12 @@ class TaskRun:
         return changelog
 
     def _output_partitions(self, stream: SystemStream) -> int:
-        """An output's partition count: the broker's topic, else the container's rule."""
+        """An output's partition count: the broker's topic, else the container's rule, with
+        the broker's ``default_partitions`` as the task count (at least this task's)."""
         shared = self._shared
-        return ensure_output_topic(shared.producer.broker, shared.job, stream, shared.partition + 1)
+        broker = shared.producer.broker
+        task_count = max(shared.partition + 1, broker.default_partitions)
+        return ensure_output_topic(broker, shared.job, stream, task_count)
 
     def _checkpoint_of(
         self, task_name: str, inputs: dict[Any, int], changelogs: dict[str, int | None]

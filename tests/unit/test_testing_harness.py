@@ -13,6 +13,7 @@ from samzapy import AsyncStreamTask, InitableTask, OutgoingMessageEnvelope, Stre
 from samzapy.config import load_config
 from samzapy.container.error_policy import ERROR_HEADER
 from samzapy.jobs.pageview_counter import PageViewCounterTask
+from samzapy.kafka.partitioner import partition_for_key
 from samzapy.streams import SystemStreamPartition
 from samzapy.testing import HarnessError, MemoryBroker, TaskHarness
 
@@ -278,3 +279,12 @@ def test_an_async_task_runs_in_the_async_runner_and_survives_a_crash(harness) ->
     with pytest.raises(ValueError, match="no booms"):
         words(h, "boom")  # the error policy, once task.retry.max.attempts (0 here) are used up
     assert h.state == "failed"
+
+
+def test_keyed_outputs_spread_over_the_partitions_the_broker_gives_their_topic(harness) -> None:  # type: ignore[no-untyped-def]
+    h = harness(broker=MemoryBroker(default_partitions=4))  # as a job of four tasks
+    words(h, *(f"w{i}" for i in range(12)))
+    by_partition = {r.partition for r in h.records("kafka.counts")}
+    assert h.broker.partition_count("counts") == 4
+    assert len(by_partition) > 1
+    assert all(r.partition == partition_for_key(r.key, 4) for r in h.records("kafka.counts"))
