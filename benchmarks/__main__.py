@@ -24,6 +24,7 @@ from benchmarks._common import ROOT, SIZES
 
 #: name -> module, in the order they run (the cheap ones first).
 BENCHMARKS = {
+    "cli_start": "benchmarks.bench_cli_start",
     "store": "benchmarks.bench_store",
     "stateless": "benchmarks.bench_stateless",
     "window_count": "benchmarks.bench_window_count",

@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -231,4 +230,6 @@ class AsyncStreamTask(StreamTask):
 
         The container never calls this: it runs ``process_async`` concurrently.
         """
+        import asyncio  # here, not at the top: every command line imports this module
+
         asyncio.run(self.process_async(envelope, collector, coordinator))

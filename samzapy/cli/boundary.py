@@ -89,9 +89,45 @@ def error_boundary() -> Iterator[None]:
         raise click.ClickException(describe_unexpected(exc) + hint) from None
 
 
+#: ``-h`` as well as ``--help``, on every command (subcommands inherit it from their group).
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
+
+def _with_help_alias(kwargs: dict[str, Any]) -> dict[str, Any]:
+    settings = dict(kwargs.get("context_settings") or {})
+    settings.setdefault("help_option_names", HELP_OPTIONS["help_option_names"])
+    return {**kwargs, "context_settings": settings}
+
+
+def name_typed_option(error: click.BadParameter, args: list[str]) -> None:
+    """Make ``error`` name the spelling of its option the user typed (``--config``), not every
+    spelling click knows (``'--config-path' / '--config'``)."""
+    param = error.param
+    if error.param_hint is not None or not isinstance(param, click.Option):
+        return
+    names = [*param.opts, *param.secondary_opts]
+    if len(names) < 2:
+        return
+    typed = [n for n in names if any(a == n or a.startswith(n + "=") for a in args)]
+    if typed:
+        error.param_hint = f"'{typed[-1]}'"
+
+
 class Command(click.Command):
     """A click command that runs inside :func:`error_boundary` (also when invoked alone,
-    as ``spark-submit jobs/spark_replay.py`` does with ``samzapy replay``)."""
+    as ``spark-submit jobs/spark_replay.py`` does with ``samzapy replay``); ``-h`` is help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **_with_help_alias(kwargs))
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse ``args``; a bad value's error names the option as it was typed."""
+        typed = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.BadParameter as error:
+            name_typed_option(error, typed)
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; errors become ``Error:`` lines and exit codes."""
@@ -100,10 +136,23 @@ class Command(click.Command):
 
 
 class Group(click.Group):
-    """A click group whose subcommands (and its own callback) run inside :func:`error_boundary`."""
+    """A click group whose subcommands (and its own callback) run inside :func:`error_boundary`;
+    ``-h`` is help."""
 
     command_class = Command
     group_class = type  # subgroups are of this class too
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **_with_help_alias(kwargs))
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse ``args``; a bad value's error names the option as it was typed."""
+        typed = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.BadParameter as error:
+            name_typed_option(error, typed)
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the group and the chosen subcommand; errors become ``Error:`` lines and exit codes."""

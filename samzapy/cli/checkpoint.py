@@ -8,19 +8,21 @@ A thin click layer over :mod:`samzapy.checkpoint_admin`. Exit codes (by
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from samzapy.checkpoint_admin import Change, CheckpointAdmin, Target, TaskState
 from samzapy.cli.boundary import Group
 from samzapy.cli.options import config_path_option, overrides_option
-from samzapy.config import Config, JobConfig, load_config, parse_job_config
 from samzapy.streams import SystemStreamPartition
+
+if TYPE_CHECKING:
+    # imported by the commands themselves: every `samzapy` command line imports this module,
+    # and the admin brings the Kafka client (samzapy --help must stay cheap)
+    from samzapy.checkpoint_admin import Change, CheckpointAdmin, TaskState
+    from samzapy.config import Config, JobConfig
 
 _SET_HELP = """Write new checkpoints that move the job's INPUT offsets.
 
@@ -34,11 +36,14 @@ stopped: a running container overwrites these checkpoints at its next commit.
 
 
 def _load(config_path: str, overrides: Sequence[str]) -> tuple[Config, JobConfig]:
+    from samzapy.config import load_config, parse_job_config
+
     config = load_config(config_path, overrides)
     return config, parse_job_config(config)
 
 
 def _admin(job: JobConfig) -> CheckpointAdmin:
+    from samzapy.checkpoint_admin import CheckpointAdmin
     from samzapy.kafka.broker import resolve_bootstrap_servers
 
     return CheckpointAdmin(job, resolve_bootstrap_servers(job.consumer_bootstrap_servers))
@@ -85,6 +90,9 @@ def parse_offsets(values: Sequence[str]) -> dict[SystemStreamPartition, int]:
 def _running_container(config: Config, job: JobConfig) -> str | None:
     """A container of this job answering /health on this host, if its config has a
     Prometheus reporter on a fixed port; ``None`` when none answers."""
+    import urllib.error
+    import urllib.request
+
     for spec in job.reporters:
         if spec.kind != "prometheus" or spec.port == 0:
             continue
@@ -181,6 +189,8 @@ def set_(
     if chosen != 1:
         msg = "give exactly one of --to-offset, --to-timestamp, --to-oldest, --to-upcoming"
         raise click.UsageError(msg)
+    from samzapy.checkpoint_admin import Target
+
     target = Target(
         offsets=parse_offsets(to_offset) if to_offset else None,
         timestamp_ms=parse_timestamp(to_timestamp) if to_timestamp is not None else None,

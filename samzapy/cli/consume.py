@@ -1,6 +1,7 @@
 """``samzapy consume TOPIC``: print a topic's records with their partition and offset.
 
-A thin click layer over :func:`samzapy.kafka.topic_io.read_records`. Without ``--follow`` it
+A thin click layer over :func:`samzapy.kafka.topic_io.read_records` (imported when the command
+runs). Without ``--follow`` it
 stops at the end of every partition (the true end, even on the dev broker); with it, it waits
 for new records until ``--max`` or Ctrl-C.
 """
@@ -8,10 +9,10 @@ for new records until ``--max`` or Ctrl-C.
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from samzapy.cli.boundary import Command
-from samzapy.cli.options import bootstrap_options, broker_address
-from samzapy.kafka.topic_io import SERDE_NAMES, OutputFormat, ReadSpec, format_record, read_records
+from samzapy.cli.options import SERDE_NAMES, bootstrap_options, broker_address, topic_and_codecs
 
 _EPILOG = """\b
 Output (text): PARTITION:OFFSET<tab>KEY<tab>VALUE[<tab>HEADERS], one record a line.
@@ -19,11 +20,12 @@ Output (json): {"topic", "partition", "offset", "timestamp", "key", "value"[, "h
 Examples:
   samzapy consume pageview-counts --from-beginning --max 5
   samzapy consume pageviews --from-beginning --format json --headers
+  samzapy consume --config job.properties --stream pageviews --from-beginning   (the job's serdes)
 """
 
 
 @click.command(cls=Command, epilog=_EPILOG)
-@click.argument("topic")
+@click.argument("topic", required=False)
 @click.option(
     "--from-beginning", is_flag=True, help="Start at each partition's first record (default: its end)."
 )
@@ -46,9 +48,17 @@ Examples:
     type=click.IntRange(min=0),
     help="Only this partition (repeatable).",
 )
+@click.option(
+    "--stream",
+    metavar="S",
+    help="With --config: decode with the job's key and msg serdes of stream S (Avro and its own "
+    "classes included); TOPIC defaults to S.",
+)
 @bootstrap_options
+@click.pass_context
 def consume(
-    topic: str,
+    ctx: click.Context,
+    topic: str | None,
     from_beginning: bool,
     max_records: int | None,
     follow: bool,
@@ -57,13 +67,19 @@ def consume(
     key_serde: str,
     headers: bool,
     partitions: tuple[int, ...],
+    stream: str | None,
     bootstrap: str | None,
     config_path: str | None,
 ) -> None:
     """Print TOPIC's records, one a line, with partition and offset."""
+    from samzapy.kafka.topic_io import OutputFormat, ReadSpec, format_record, read_records
+
+    typed = ParameterSource.COMMANDLINE
+    explicit = {n for n in ("serde", "key_serde") if ctx.get_parameter_source(n) is typed}
+    topic, key_codec, value_codec = topic_and_codecs(topic, stream, config_path, serde, key_serde, explicit)
     servers = broker_address(bootstrap, config_path, "consumer")
     spec = ReadSpec(from_beginning, follow, max_records, partitions or None)
-    fmt = OutputFormat(output, serde, key_serde, headers)
+    fmt = OutputFormat(output, value_codec, key_codec, headers)
     count = 0
     try:
         for record in read_records(servers, topic, spec):

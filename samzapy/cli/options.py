@@ -10,6 +10,10 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The built-in serdes ``--serde``/``--key-serde`` take (samzapy.serdes.BUILTIN_SERDES, spelled
+#: here so that building the command lines imports no serde; a unit test keeps them equal).
+SERDE_NAMES = ("string", "json", "integer", "long", "bytes")
+
 _CONFIG_PATH_HELP = "The job's .properties file (a path or Samza's file:///... form)."
 
 
@@ -73,9 +77,16 @@ def one_config_path(positional: str | None, option: str | None) -> str:
 
 
 def bootstrap_options(func: F) -> F:
-    """``--bootstrap SERVERS`` or ``--config-path PATH`` (the job's brokers); neither means the
-    embedded dev broker (see :func:`broker_address`)."""
-    func = config_path_option(required=False)(func)
+    """``--bootstrap SERVERS`` or ``--config-path PATH`` (also ``--config``: the job's brokers,
+    and with ``--stream`` its serdes); neither means the embedded dev broker (see
+    :func:`broker_address`)."""
+    func = click.option(
+        "--config-path",
+        "--config",
+        "config_path",
+        metavar="PATH",
+        help="The job's .properties file: its brokers (and with --stream, its serdes).",
+    )(func)
     return click.option(
         "--bootstrap",
         metavar="HOST:PORT",
@@ -104,3 +115,37 @@ def broker_address(bootstrap: str | None, config_path: str | None, role: str) ->
             "systems.kafka.consumer.bootstrap.servers", "localhost:9092"
         )
     return resolve_bootstrap_servers(value)
+
+
+def topic_and_codecs(
+    topic: str | None,
+    stream: str | None,
+    config_path: str | None,
+    serde: str,
+    key_serde: str,
+    explicit: set[str],
+) -> tuple[str, Any, Any]:
+    """The topic and the (key, value) :class:`~samzapy.kafka.topic_io.Codec` of a produce or
+    consume: the job's serdes of ``--stream`` (from ``--config``), else ``--key-serde`` and
+    ``--serde``; ``explicit`` names the serde options given on the command line.
+
+    Raises:
+        click.UsageError: ``--stream`` without ``--config``, with ``--serde``/``--key-serde``,
+            or neither TOPIC nor ``--stream``.
+    """
+    from samzapy.kafka.topic_io import builtin_codec, stream_codecs
+
+    if stream is None:
+        if topic is None:
+            msg = "give the TOPIC (or --config job.properties --stream S)"
+            raise click.UsageError(msg)
+        return topic, builtin_codec(key_serde, "--key-serde"), builtin_codec(serde, "--serde")
+    if config_path is None:
+        msg = "--stream S takes the serdes of the job's stream S: give the job with --config job.properties"
+        raise click.UsageError(msg)
+    if explicit:
+        given = " and ".join(f"--{name.replace('_', '-')}" for name in sorted(explicit))
+        msg = f"--stream uses the job's serdes: leave out {given}"
+        raise click.UsageError(msg)
+    codecs = stream_codecs(config_path, stream)
+    return topic or codecs.topic, codecs.key, codecs.value

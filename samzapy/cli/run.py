@@ -69,15 +69,28 @@ def run(
     pipeline CONFIG names (app.py or package.module:app; --config-path then adds a
     .properties file for the rest)."""
     from samzapy.config import load_config, parse_job_config
-    from samzapy.pipeline.loader import is_app_spec, pipeline_job
 
-    if config is not None and is_app_spec(config):
+    if config is not None and _maybe_app(config):
+        from samzapy.pipeline.loader import pipeline_job
+
         job = pipeline_job(config, overrides, config_path)
     else:
         loaded = load_config(one_config_path(config, config_path), overrides)
         job = parse_job_config(loaded, check_task_class=True)
     with _one_copy(job, container_id, take_over):
         _run_container(job, container_id, exit_at_end, metrics_file, instance_id)
+
+
+def _maybe_app(config: str) -> bool:
+    """Whether CONFIG may name a pipeline app (:func:`samzapy.pipeline.loader.is_app_spec`
+    decides). A ``.properties`` file never does, and is answered without importing the
+    pipeline package, which brings the stores and the Kafka client (~0.2 s: a config error
+    should be quick)."""
+    if config.endswith(".properties") or config.startswith("file:"):
+        return False
+    from samzapy.pipeline.loader import is_app_spec
+
+    return is_app_spec(config)
 
 
 def _one_copy(job: JobConfig, container_id: int, take_over: bool) -> AbstractContextManager[object]:

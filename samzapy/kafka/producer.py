@@ -198,8 +198,10 @@ class Producer:
         *,
         partition: int | None = None,
         headers: list[tuple[str, bytes]] | None = None,
+        timestamp_ms: int | None = None,
     ) -> None:
-        """Queue one record; ``value=None`` is a tombstone.
+        """Queue one record; ``value=None`` is a tombstone; ``timestamp_ms`` (default: now) is
+        the record's timestamp (``samzapy produce --timestamp-field``).
 
         Raises:
             RecordTooLargeError: at once when the record is larger than ``max.request.size``.
@@ -214,13 +216,22 @@ class Producer:
             partition = partition_for_key(key, count)
         try:
             appended = None
-            if partition is not None and self._fast is not None:
+            # the fast path stamps records with the time of the append: a given time goes the
+            # client's own way
+            if partition is not None and self._fast is not None and timestamp_ms is None:
                 appended = self._fast.append(topic, partition, key, value, headers)
                 if appended is APPENDED:
                     return  # tracked by its batch's first record
             if appended is None:
                 appended = (
-                    self._producer.send(topic, value=value, key=key, headers=headers, partition=partition),
+                    self._producer.send(
+                        topic,
+                        value=value,
+                        key=key,
+                        headers=headers,
+                        partition=partition,
+                        timestamp_ms=timestamp_ms,
+                    ),
                     None,
                 )
         except kafka_errors.MessageSizeTooLargeError as exc:

@@ -13,84 +13,246 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from kafka import TopicPartition
-from kafka.consumer.fetcher import ConsumerRecord
 
-from samzapy.errors import BadArgumentError, KafkaSystemError, SerdeError
-from samzapy.kafka.reading import read_partition, reader_consumer, true_end_offset
+from samzapy.errors import BadArgumentError, ConfigError, KafkaSystemError, SerdeError
+from samzapy.records import Record, TopicPartition
 from samzapy.serdes import BUILTIN_SERDES, Serde
+
+# The Kafka client (samzapy.kafka.reading, admin, producer) is imported where it is used, not
+# here: the command lines import this module for its formats, and the client costs ~0.1 s.
 
 #: The serdes ``--serde``/``--key-serde`` accept (Samza's built-in ones).
 SERDE_NAMES = tuple(BUILTIN_SERDES)
 
 
 @dataclass(frozen=True)
-class LineFormat:
-    """How a line becomes a record: the value's serde, where the key comes from, headers."""
+class Codec:
+    """A serde, and how a line of text becomes the object it takes.
 
-    serde: str = "json"
-    key_serde: str = "string"
+    ``reads``: ``text`` (the string serde: the text as it is), ``int`` (integer, long),
+    ``bytes`` (the bytes serde, or no serde: the text's UTF-8 bytes), ``json`` (any other serde,
+    JSON, Avro or a job's own class: the line is parsed as JSON into the object it takes).
+    ``named`` says where it came from in error messages (``--serde json``).
+    """
+
+    serde: Serde | None
+    reads: str
+    named: str
+
+    def parse(self, text: str) -> Any:
+        """The object ``text`` stands for.
+
+        >>> builtin_codec("json").parse('{"a": 1}'), builtin_codec("long").parse("42")
+        ({'a': 1}, 42)
+        """
+        if self.reads == "json":
+            return orjson.loads(text)
+        if self.reads == "int":
+            return int(text)
+        if self.reads == "bytes":
+            return text.encode("utf-8")
+        return text
+
+    def encode(self, obj: Any) -> bytes:
+        """``obj`` serialised (raw bytes pass through without a serde)."""
+        if self.serde is None:
+            return obj if isinstance(obj, bytes) else str(obj).encode("utf-8")
+        data: bytes = self.serde.to_bytes(obj)
+        return data
+
+    def decode(self, data: bytes | None) -> Any:
+        """``data`` decoded for display: bytes that do not fit are shown as text (or base64 when
+        not UTF-8) rather than stopping the read."""
+        if data is None:
+            return None
+        try:
+            value = data if self.serde is None else self.serde.from_bytes(data)
+        except SerdeError:
+            value = data
+        if isinstance(value, bytes):
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError:
+                return "base64:" + base64.b64encode(value).decode()
+        return value
+
+
+def _reads(serde: Serde | None) -> str:
+    from samzapy.serdes import BytesSerde, IntegerSerde, LongSerde, StringSerde
+
+    if serde is None or isinstance(serde, BytesSerde):
+        return "bytes"
+    if isinstance(serde, StringSerde):
+        return "text"
+    if isinstance(serde, IntegerSerde | LongSerde):
+        return "int"
+    return "json"
+
+
+def builtin_codec(name: str, option: str = "--serde") -> Codec:
+    """The codec of the built-in serde ``name`` (``option`` names it in errors)."""
+    serde: Serde = BUILTIN_SERDES[name]()
+    return Codec(serde, _reads(serde), f"{option} {name}")
+
+
+@dataclass(frozen=True)
+class StreamCodecs:
+    """A job's serdes of one stream (:func:`stream_codecs`), and its topic."""
+
+    key: Codec
+    value: Codec
+    topic: str
+
+
+def stream_codecs(config_path: str, stream: str) -> StreamCodecs:
+    """The key and message serdes a job uses for ``stream`` (``kafka.S`` or ``S``), from its
+    ``.properties`` at ``config_path``: built-in, Avro and the job's own serde classes.
+
+    Raises:
+        ConfigError: the config is bad, or names no serde that can be built.
+    """
+    from samzapy.config import load_config, parse_job_config
+    from samzapy.serdes import SerdeResolver
+    from samzapy.streams import SystemStream
+
+    # check_task_class: import the job's code as a run does (its own serde classes are found
+    # next to the properties file); the task class is imported too, without being run
+    job = parse_job_config(load_config(config_path), check_task_class=True)
+    system_stream = SystemStream.parse(stream) if "." in stream else SystemStream("kafka", stream)
+    config = job.stream(system_stream)
+    try:
+        key, value = SerdeResolver(job).for_stream(system_stream)
+    except SerdeError as exc:
+        msg = f"the serdes of stream '{system_stream}' in {config_path}: {exc}"
+        raise ConfigError(msg) from exc
+    where = f"stream {system_stream.stream}'s"
+    return StreamCodecs(
+        Codec(key, _reads(key), f"{where} key serde '{config.key_serde or 'none'}'"),
+        Codec(value, _reads(value), f"{where} msg serde '{config.msg_serde or 'none'}'"),
+        system_stream.stream,
+    )
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """How a line becomes a record.
+
+    Attributes:
+        value: the value's codec; key: the key's.
+        key_field: key each record by this field of its (JSON object) value.
+        key: key every record by this text (read with the key's codec).
+        key_separator: each line is ``KEY<separator>VALUE``.
+        null_value: a value equal to this text is sent as a tombstone (a null value; Kafka's
+            console producer's ``null.marker``); it needs a key.
+        timestamp_field: the record's timestamp from this field of the value: milliseconds
+            since the epoch, or an ISO 8601 time (UTC unless it says otherwise).
+        headers: added to every record; partition: send every record there.
+    """
+
+    value: Codec = field(default_factory=lambda: builtin_codec("json"))
+    key_codec: Codec = field(default_factory=lambda: builtin_codec("string", "--key-serde"))
     key_field: str | None = None
     key: str | None = None
+    key_separator: str | None = None
+    null_value: str | None = None
+    timestamp_field: str | None = None
     headers: tuple[tuple[str, bytes], ...] = ()
     partition: int | None = None
 
 
-def parse_value(line: str, serde: str) -> Any:
-    """The object a line stands for under ``serde`` (JSON parsed, integers read, text kept).
+@dataclass(frozen=True)
+class EncodedLine:
+    """A line as the record it becomes (``value`` ``None``: a tombstone)."""
 
-    >>> parse_value('{"a": 1}', "json"), parse_value("42", "long"), parse_value("hi", "string")
-    ({'a': 1}, 42, 'hi')
-    """
-    if serde == "json":
-        return orjson.loads(line)
-    if serde in ("integer", "long"):
-        return int(line)
-    if serde == "bytes":
-        return line.encode("utf-8")
-    return line
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int | None = None
 
 
-def _key_of(value: Any, fmt: LineFormat) -> Any:
+def _field(value: Any, name: str, what: str) -> Any:
+    if not isinstance(value, dict):
+        msg = f"--{what} '{name}' needs JSON objects, got {type(value).__name__}"
+        raise ValueError(msg)
+    if name not in value:
+        fields = ", ".join(sorted(value)) or "none"
+        msg = f"no field '{name}' for the {what.split('-')[0]} (fields: {fields})"
+        raise ValueError(msg)
+    return value[name]
+
+
+def _key_of(value: Any, key_text: str | None, fmt: LineFormat) -> Any:
+    if key_text is not None:
+        return fmt.key_codec.parse(key_text)
     if fmt.key is not None:
-        return parse_value(fmt.key, fmt.key_serde) if fmt.key_serde != "string" else fmt.key
+        return fmt.key_codec.parse(fmt.key)
     if fmt.key_field is None:
         return None
-    if not isinstance(value, dict):
-        msg = f"--key-field '{fmt.key_field}' needs JSON objects, got {type(value).__name__}"
-        raise ValueError(msg)
-    if fmt.key_field not in value:
-        fields = ", ".join(sorted(value)) or "none"
-        msg = f"no field '{fmt.key_field}' for the key (fields: {fields})"
-        raise ValueError(msg)
-    key = value[fmt.key_field]
+    key = _field(value, fmt.key_field, "key-field")
     # A JSON number or bool keys the record by its text under the string key serde.
-    return str(key) if fmt.key_serde == "string" and not isinstance(key, str) else key
+    return str(key) if fmt.key_codec.reads == "text" and not isinstance(key, str) else key
 
 
-def _serde(name: str) -> Serde:
-    serde: Serde = BUILTIN_SERDES[name]()
-    return serde
+def timestamp_ms(raw: Any) -> int:
+    """A timestamp field as milliseconds since the epoch: a number is taken as milliseconds,
+    a string as an ISO 8601 time (UTC when it gives no zone).
+
+    >>> timestamp_ms(1700000000000), timestamp_ms("2024-01-01T00:00:00Z")
+    (1700000000000, 1704067200000)
+    """
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        msg = f"the timestamp {raw!r} is neither milliseconds nor an ISO 8601 time"
+        raise ValueError(msg)
+    if isinstance(raw, int | float):
+        return int(raw)
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError:
+        msg = f"the timestamp '{raw}' is neither milliseconds nor an ISO 8601 time"
+        raise ValueError(msg) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
 
 
-def encode_line(line: str, fmt: LineFormat) -> tuple[bytes | None, bytes]:
-    """The (key, value) bytes of one line.
+def encode_line(line: str, fmt: LineFormat) -> EncodedLine:
+    """The record one line becomes.
 
     Raises:
-        ValueError: the line does not parse under the serde or has no key field.
+        ValueError: the line does not parse, has no key field or separator, or is a tombstone
+            without a key.
         SerdeError: the parsed value does not fit the serde.
 
     >>> encode_line('{"user": "ann"}', LineFormat(key_field="user"))
-    (b'ann', b'{"user":"ann"}')
+    EncodedLine(key=b'ann', value=b'{"user":"ann"}', timestamp_ms=None)
+    >>> encode_line("ann|NULL", LineFormat(key_separator="|", null_value="NULL"))
+    EncodedLine(key=b'ann', value=None, timestamp_ms=None)
     """
-    value = parse_value(line, fmt.serde)
-    key = _key_of(value, fmt)
-    key_bytes = None if key is None else _serde(fmt.key_serde).to_bytes(key)
-    return key_bytes, _serde(fmt.serde).to_bytes(value)
+    key_text = None
+    text = line
+    if fmt.key_separator is not None:
+        key_text, separator, text = line.partition(fmt.key_separator)
+        if not separator:
+            msg = f"no --key-separator {fmt.key_separator!r} in the line"
+            raise ValueError(msg)
+    if fmt.null_value is not None and text == fmt.null_value:
+        key = _key_of(None, key_text, fmt) if fmt.key_field is None else None
+        if key is None:
+            msg = f"a tombstone (--null-value {fmt.null_value}) needs a key: give --key or --key-separator"
+            raise ValueError(msg)
+        return EncodedLine(fmt.key_codec.encode(key), None)
+    value = fmt.value.parse(text)
+    key = _key_of(value, key_text, fmt)
+    stamp = (
+        None
+        if fmt.timestamp_field is None
+        else timestamp_ms(_field(value, fmt.timestamp_field, "timestamp-field"))
+    )
+    return EncodedLine(None if key is None else fmt.key_codec.encode(key), fmt.value.encode(value), stamp)
 
 
 def produce_lines(
@@ -122,15 +284,22 @@ def produce_lines(
             if not line.strip():
                 continue
             try:
-                key, value = encode_line(line, fmt)
+                record = encode_line(line, fmt)
             except (ValueError, SerdeError) as exc:
                 producer.flush()
                 msg = (
-                    f"line {number} of {source} cannot be sent with --serde {fmt.serde}: {exc} "
+                    f"line {number} of {source} cannot be sent with {fmt.value.named}: {exc} "
                     f"({sent} records before it were sent to '{topic}')"
                 )
                 raise BadArgumentError(msg) from None
-            producer.send(topic, key, value, partition=fmt.partition, headers=list(fmt.headers) or None)
+            producer.send(
+                topic,
+                record.key,
+                record.value,
+                partition=fmt.partition,
+                headers=list(fmt.headers) or None,
+                timestamp_ms=record.timestamp_ms,
+            )
             sent += 1
         producer.flush()
     finally:
@@ -167,9 +336,11 @@ def _partitions(servers: str, topic: str, wanted: tuple[int, ...] | None) -> lis
     return [TopicPartition(topic, p) for p in chosen]
 
 
-def read_records(servers: str, topic: str, spec: ReadSpec) -> Iterator[ConsumerRecord]:
+def read_records(servers: str, topic: str, spec: ReadSpec) -> Iterator[Record]:
     """Yield ``topic``'s records as :class:`ReadSpec` says: partition by partition to each one's
     true end, or (``follow``) in arrival order until ``max_records`` or an interrupt."""
+    from samzapy.kafka.reading import read_partition, reader_consumer, true_end_offset
+
     tps = _partitions(servers, topic, spec.partitions)
     consumer = reader_consumer(servers)
     left = spec.max_records
@@ -189,7 +360,7 @@ def read_records(servers: str, topic: str, spec: ReadSpec) -> Iterator[ConsumerR
         consumer.close()
 
 
-def _follow(consumer: Any, starts: dict[TopicPartition, int], left: int | None) -> Iterator[ConsumerRecord]:
+def _follow(consumer: Any, starts: dict[TopicPartition, int], left: int | None) -> Iterator[Record]:
     consumer.assign(list(starts))
     for tp, offset in starts.items():
         consumer.seek(tp, offset)
@@ -203,42 +374,30 @@ def _follow(consumer: Any, starts: dict[TopicPartition, int], left: int | None) 
 
 
 def decode(data: bytes | None, serde: str) -> Any:
-    """``data`` decoded with the serde called ``serde``, for display: bytes that do not fit it
-    are shown as text (or base64 when not UTF-8) rather than stopping the read.
+    """``data`` decoded with the built-in serde called ``serde``, for display (:meth:`Codec.decode`).
 
     >>> decode(b'{"a":1}', "json"), decode(b"not json", "json"), decode(b"\\xff", "string")
     ({'a': 1}, 'not json', 'base64:/w==')
     """
-    if data is None:
-        return None
-    try:
-        value = _serde(serde).from_bytes(data)
-    except SerdeError:
-        value = data
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return "base64:" + base64.b64encode(value).decode()
-    return value
+    return builtin_codec(serde).decode(data)
 
 
 @dataclass(frozen=True)
 class OutputFormat:
-    """How :func:`format_record` renders a record."""
+    """How :func:`format_record` renders a record (``text`` or ``json``), with which codecs."""
 
     format: str = "text"
-    serde: str = "json"
-    key_serde: str = "string"
+    value: Codec = field(default_factory=lambda: builtin_codec("json"))
+    key: Codec = field(default_factory=lambda: builtin_codec("string", "--key-serde"))
     headers: bool = False
 
 
-def format_record(record: ConsumerRecord, fmt: OutputFormat) -> str:
+def format_record(record: Record, fmt: OutputFormat) -> str:
     """One line for ``record``: ``text`` is ``partition:offset key value [headers]``; ``json`` an
     object with topic, partition, offset, timestamp, key, value (and headers)."""
-    key = decode(record.key, fmt.key_serde)
-    value = decode(record.value, fmt.serde)
-    headers = {name: decode(raw, "string") for name, raw in (record.headers or [])}
+    key = fmt.key.decode(record.key)
+    value = fmt.value.decode(record.value)
+    headers = {name: _STRING.decode(raw) for name, raw in (record.headers or [])}
     if fmt.format == "json":
         out: dict[str, Any] = {
             "topic": record.topic,
@@ -250,7 +409,7 @@ def format_record(record: ConsumerRecord, fmt: OutputFormat) -> str:
         }
         if fmt.headers:
             out["headers"] = headers
-        return orjson.dumps(out).decode()
+        return orjson.dumps(out, default=str).decode()
     text = f"{record.partition}:{record.offset}\t{_text(key)}\t{_text(value)}"
     if fmt.headers:
         text += "\t" + " ".join(f"{name}={_text(v)}" for name, v in headers.items())
@@ -262,4 +421,7 @@ def _text(value: Any) -> str:
         return "null"
     if isinstance(value, str):
         return value
-    return orjson.dumps(value).decode()
+    return orjson.dumps(value, default=str).decode()
+
+
+_STRING = Codec(None, "text", "header")

@@ -24,7 +24,18 @@ from samzapy.errors import BadArgumentError, ConfigError, KafkaSystemError
 from samzapy.tools.read_rocksdb import main as read_rocksdb_tool
 from samzapy.tools.state_storage import main as state_storage_tool
 
-COMMANDS = ["broker", "checkpoint", "consume", "generate", "produce", "quickstart", "replay", "run"]
+COMMANDS = [
+    "broker",
+    "checkpoint",
+    "consume",
+    "examples",
+    "generate",
+    "init",
+    "produce",
+    "quickstart",
+    "replay",
+    "run",
+]
 CLI_MODULES = [m.name for m in pkgutil.iter_modules(samzapy.cli.__path__, "samzapy.cli.")]
 
 
