@@ -152,6 +152,7 @@ class TaskHarness:
             lambda: self.wall_clock_ms,
         )
         self._extra_inputs: set[SystemStreamPartition] = set()  # streams sent to, not in task.inputs
+        self._send_serdes: dict[SystemStream, tuple[Any, Any]] = {}  # resolved once per stream
         self._restored: tuple[StorageEngine[Any, Any], ...] = ()
         self._start(None, restore=False)
 
@@ -296,7 +297,9 @@ class TaskHarness:
                 (the runtime's text, naming stream, partition and offset, is added as a note).
         """
         system_stream = SystemStream.parse(stream) if isinstance(stream, str) else stream
-        key_serde, msg_serde = self.serdes.for_stream(system_stream)
+        key_serde, msg_serde = self._send_serdes.get(system_stream) or self._send_serdes.setdefault(
+            system_stream, self.serdes.for_stream(system_stream)
+        )
         raw_key = (
             key if key_serde is None or key is None else encode_output(key_serde, key, system_stream, "key")
         )
