@@ -288,9 +288,9 @@ def restore(
     metrics.gauge("restore-time").set(round(elapsed_ms))
     metrics.histogram("restore-latency").observe(elapsed_ms / 1000)
     log.info(
-        "restored %s to changelog offset %s from %s: %d records (%.1f MB) replayed, %d trimmed in %.0f ms",
+        "restored %s %s from %s: %d records (%.1f MB) replayed, %d trimmed in %.0f ms",
         changelog,
-        k,
+        "with nothing committed yet" if k is None else f"to changelog offset {k}",
         "scratch" if base is None else f"local checkpoint {base}",
         restored,
         restored_bytes / 1e6,

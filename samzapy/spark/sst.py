@@ -209,11 +209,13 @@ def ingest_store(
         finally:
             store.close()
     log.info(
-        "store %s partition %d: %d SST files ingested, local checkpoint at changelog offset %s",
+        "store %s partition %d: %d SST files ingested, %s",
         config.name,
         partition,
         len(ordered),
-        changelog_offset,
+        "no local checkpoint (nothing in the changelog)"
+        if changelog_offset is None or topic is None
+        else f"local checkpoint at changelog offset {changelog_offset}",
     )
     return live
 

@@ -35,7 +35,8 @@ BACKGROUND = re.compile(
     r"Partition (\d+): restored in [\d.]+s in the background, while this member's other tasks processed (\d+)"
 )
 RESTORED = re.compile(
-    r"restored KafkaChangelog\('[^']+', (\d+)\) to changelog offset \S+ from ([^:]+): (\d+) records"
+    r"restored KafkaChangelog\('[^']+', (\d+)\) (?:to changelog offset \d+|with nothing committed yet) "
+    r"from ([^:]+): (\d+) records"
 )
 
 
