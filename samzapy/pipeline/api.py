@@ -268,11 +268,12 @@ class Stream:
         fields.setdefault("value_serde", node.value_serde)
         return Stream(self.app, self.app._add(kind, parents or (node,), where, **fields))
 
-    def map(self, fn: Callable[[Any], Any]) -> Stream:
-        """Each value replaced by ``fn(value)`` (the key stays)."""
+    def map(self, fn: Callable[..., Any], *, with_key: bool = False) -> Stream:
+        """Each value replaced by ``fn(value)`` (or ``fn(key, value)`` with ``with_key``); the
+        key stays."""
         where = _caller()
         _check_fn(fn, "map", where)
-        return self._then("map", where, args={"fn": fn})
+        return self._then("map", where, args={"fn": fn, "with_key": with_key})
 
     def filter(self, fn: Callable[[Any], bool]) -> Stream:
         """Only the records whose ``fn(value)`` is true."""
@@ -385,6 +386,9 @@ class Stream:
         within: int | tuple[int, int] | None = None,
         grace: int = 0,
         on: Callable[[Any], Any] | None = None,
+        ids: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None,
+        once: bool = False,
+        retention: int = 86_400_000,
         name: str | None = None,
     ) -> Stream:
         """Join with a table (the table's value for each record's key), a global table (the
@@ -393,6 +397,12 @@ class Stream:
 
         ``joiner(left, right)`` makes the joined value (default: a pair ``[left, right]``);
         ``kind`` is ``inner`` or ``left`` (and ``outer`` for two streams).
+
+        Two streams: ``grace`` is how far behind the newest time seen a record may be and still
+        match; ``ids=(left_id, right_id)`` name each side's records (the result's id is the
+        pair's; default: the record's input position); ``once=True`` decides each left record
+        at most once ever (joined or, for a left join, unmatched: Photon's registry, kept for
+        ``retention`` ms of event time), so a duplicate left record is dropped.
         """
         where = _caller()
         joiner = joiner or _pair
@@ -427,7 +437,16 @@ class Stream:
             where,
             parents=(self.node, other.node),
             name=name,
-            args={"joiner": joiner, "kind": kind, "before": before, "after": after, "grace": grace},
+            args={
+                "joiner": joiner,
+                "kind": kind,
+                "before": before,
+                "after": after,
+                "grace": grace,
+                "ids": ids,
+                "once": once,
+                "retention": retention,
+            },
         )
 
     def dedup(self, id_fn: Callable[[Any], Any], *, within: int, name: str | None = None) -> Stream:

@@ -24,6 +24,7 @@ from samzapy.operators import (
     CountWindows,
     Deduplicator,
     HoppingWindows,
+    JoinRegistry,
     RepartitionError,
     SessionWindows,
     SlidingAggregation,
@@ -62,6 +63,9 @@ TIME_HEADER = "samzapy.time"
 #: The window operators' namespace and the late counter key (as the page-view counter's).
 WINDOW_NAMESPACE = b"cw"
 LATE_KEY = b"\x00late"
+#: The join registry's namespace in a stream-stream join's ``-time`` store (as the ad-click
+#: join task's in its ``join-state``).
+REGISTRY_NAMESPACE = b"reg"
 EMIT_BATCH = 10_000
 
 
@@ -109,6 +113,9 @@ class Clock(Stage):
     def control(self, root: Any, kind: bytes, source: str, watermark: int) -> None:
         """A control record reached ``root``."""
 
+    def after(self, root: Any, source: str, ts: int, lineage: Lineage | None) -> None:
+        """The record from ``source`` went down (all its stages ran)."""
+
     def sources(self, roots: list[Any]) -> list[str]:
         """The event-time sources of this clock, given the roots that feed it."""
         self._many = len(roots) > 1
@@ -123,8 +130,14 @@ class MapStage(Stage):
     """``map(fn)``."""
 
     def push(self, key: Any, value: Any, ts: int, rid: str | None) -> None:
-        """Push ``fn(value)``."""
-        self.emit(key, call_user(self, self.node.args["fn"], value), ts, rid)
+        """Push ``fn(value)`` (``fn(key, value)`` with ``with_key``)."""
+        args = self.node.args
+        out = (
+            call_user(self, args["fn"], key, value)
+            if args["with_key"]
+            else call_user(self, args["fn"], value)
+        )
+        self.emit(key, out, ts, rid)
 
 
 class FilterStage(Stage):
@@ -460,19 +473,31 @@ def _assigner(spec: Any) -> Any:
 
 
 class StreamJoinStage(Clock):
-    """Two streams joined within a time bound (:class:`~samzapy.operators.StreamStreamJoin`);
-    its event time is in the ``-time`` store."""
+    """Two streams joined within a time bound (:class:`~samzapy.operators.StreamStreamJoin`), as
+    :mod:`samzapy.jobs.ad_click_join` joins clicks to impressions: the event time (minimum
+    progress of the inputs minus ``grace``) is in the ``-time`` store and moves after each
+    record; with ``once``, a :class:`~samzapy.operators.JoinRegistry` in the same store decides
+    each left record at most once."""
 
     def __init__(self, task: PipelineTask, node: Node, stores: list[Any], key_serde: Any) -> None:
         super().__init__(task, node)
         self.left_store, self.right_store, self.expiry, self.time_store = stores
         self.serde = key_serde
         self.sides = [JoinSide(self, "left"), JoinSide(self, "right")]
+        args = node.args
+        self.ids = args["ids"]
+        self.registry = (
+            JoinRegistry(
+                self.time_store, args["retention"], namespace=REGISTRY_NAMESPACE, metrics=task.metrics
+            )
+            if args["once"]
+            else None
+        )
 
     def start(self, sources: list[str]) -> None:
         """Build the operator, once the sources are known."""
-        self.time = EventTime(self.time_store, sources, 0)
         args = self.node.args
+        self.time = EventTime(self.time_store, sources, args["grace"])
         self.join = StreamStreamJoin(
             self.left_store,
             self.right_store,
@@ -481,7 +506,6 @@ class StreamJoinStage(Clock):
             self._joiner,
             window_before_ms=args["before"],
             window_after_ms=args["after"],
-            grace_ms=args["grace"],
             kind=args["kind"],
             metrics=self.task.metrics,
         )
@@ -489,8 +513,8 @@ class StreamJoinStage(Clock):
     def _joiner(self, left: Any, right: Any) -> Any:
         return call_user(self, self.node.args["joiner"], left, right)
 
-    def before(self, root: Any, source: str, ts: int, lineage: Lineage | None) -> None:
-        """Advance the source's progress."""
+    def after(self, root: Any, source: str, ts: int, lineage: Lineage | None) -> None:
+        """Advance the source's progress (after the record was matched, as the task does)."""
         self.time.advance(self.source(root, source), ts if lineage is None else max(lineage.progress, ts))
 
     def control(self, root: Any, kind: bytes, source: str, watermark: int) -> None:
@@ -498,21 +522,33 @@ class StreamJoinStage(Clock):
         name = self.source(root, source)
         advanced = self.time.end(name) if kind == END_OF_STREAM else self.time.advance(name, watermark)
         if advanced:
-            self.tick()
+            self._results(self.join.expire())
 
     def add(self, side: str, key: Any, value: Any, ts: int, rid: str | None) -> None:
         """A record of one side; push its matches."""
         kb = self.serde.to_bytes(key)
-        record_id = rid or self.task.position_id()
+        if self.ids is not None:
+            fn = self.ids[0 if side == "left" else 1]
+            record_id = str(call_user(self, fn, value))
+        else:
+            record_id = rid or self.task.position_id()
         add = self.join.add_left if side == "left" else self.join.add_right
         self._results(add(kb, ts, value, record_id))
 
     def tick(self) -> None:
-        """Expire closed records (unmatched ones of left/outer joins are pushed)."""
+        """Expire closed records (unmatched ones of left/outer joins are pushed); collect the
+        registry's old entries."""
         self._results(self.join.expire())
+        if self.registry is not None:
+            self.registry.gc()
 
     def _results(self, results: list[Any]) -> None:
         for r in results:
+            if self.registry is not None and r.left is not None:
+                left_id = str(call_user(self, self.ids[0], r.left)) if self.ids else r.id
+                if not self.registry.try_register(left_id, r.left_time):
+                    self.task.duplicates.inc()
+                    continue
             ts = max(t for t in (r.left_time, r.right_time) if t is not None)
             self.emit(self.serde.from_bytes(r.key), r.value, ts, r.id)
 
@@ -625,6 +661,8 @@ class Root:
             clock.before(self, self.topic, ts, None)
         for child in self.children:
             child.push(envelope.key, value, ts, None)
+        for clock in self.clocks:
+            clock.after(self, self.topic, ts, None)
 
     def _time(self, value: Any) -> int:
         return call_user(self, self.ts_fn, value)  # type: ignore[arg-type]
@@ -698,6 +736,8 @@ class KeyByReceive(Root):
             clock.before(self, source, ts, lineage)
         for child in self.children:
             child.push(envelope.key, envelope.message, ts, None)
+        for clock in self.clocks:
+            clock.after(self, source, ts, lineage)
 
     def control(self, envelope: Any, kind: bytes, source: str | None, watermark: int) -> None:
         """Progress of an upstream task."""
