@@ -205,7 +205,6 @@ class TaskHarness:
         self._taskrun = TaskRun(
             self._shared, self._new_task(), inputs, checkpoint, restore=restore, generation=self.generation
         )
-        self._last_window_ms = self._last_commit_ms = self.wall_clock_ms
         self.state, self.failure = "running", None
         try:
             self._taskrun.init()  # what init raises reaches the test as it is
@@ -345,75 +344,20 @@ class TaskHarness:
         return self._guarded(self._process_available)
 
     def _process_available(self) -> int:
-        if self._taskrun.runner is not None:
-            return self._process_async()
-        done = 0
-        while self.state == "running":
-            found = self._next_record(self._taskrun.instance.offsets)
-            if found is None:
-                break
-            self._process(*found)
-            done += 1
-        return done
-
-    def _next_record(
-        self, positions: dict[SystemStreamPartition, int]
-    ) -> tuple[SystemStreamPartition, BrokerRecord] | None:
-        """The input record to process next: the first the broker took among the task's
-        input partitions, at or after ``positions``."""
-        best: tuple[SystemStreamPartition, BrokerRecord] | None = None
-        for ssp, position in positions.items():
-            log = self.input_broker.log(ssp.stream, ssp.partition)
-            at = log.index_of(position)
-            if at < len(log.records) and (best is None or log.records[at].sequence < best[1].sequence):
-                best = (ssp, log.records[at])
-        return best
-
-    def _process(self, ssp: SystemStreamPartition, record: BrokerRecord) -> None:
+        if self.state != "running":
+            return 0  # a task that is down reads nothing: its input waits
         error: BaseException | None = None
+        done = 0
         try:
-            self._taskrun.instance.process_records(ssp, [record])
-        except MessageFailure as failure:
-            # As the container: commit what came before when that is safe, then stop.
-            if failure.safe_to_commit:
-                self._taskrun.commit(final=True)
+            done = self._taskrun.process_available(self.input_broker)
+        except MessageFailure as failure:  # as a job: it stops (what came before committed if safe)
             self.failure, self.state = failure, "failed"
             error = _as_raised(failure)
         if error is not None:
             raise error
-        self._after_call()
-
-    def _process_async(self) -> int:
-        """An async task: every waiting record taken in (lanes run them concurrently, one key
-        in order), then the loop run until all are done, as before a commit."""
-        runner, instance = self._taskrun.runner, self._taskrun.instance
-        assert runner is not None
-        admitted = dict(instance.offsets)
-        done = 0
-        error: BaseException | None = None
-        try:
-            while (found := self._next_record(admitted)) is not None:
-                ssp, record = found
-                runner.submit(ssp, instance, [record])
-                admitted[ssp] = record.offset + 1
-                done += 1
-            runner.drain()
-        except MessageFailure as failure:  # never safe to commit: later messages may be done
-            self.failure, self.state = failure, "failed"
-            error = _as_raised(failure)
-        if error is not None:
-            raise error
-        self._after_call()
-        return done
-
-    def _after_call(self) -> None:
-        """What the run loop does after a task's call: commit when asked, stop when asked."""
-        coordinator = self._taskrun.instance.coordinator
-        if coordinator.shutdown_requested:
-            self._taskrun.commit(final=True)
+        if self._taskrun.stopped:
             self.state = "stopped"
-        elif coordinator.commit_requested:
-            self._commit()
+        return done
 
     # ----------------------------------------------------------------- window, commit, time
     def window(self) -> None:
@@ -436,8 +380,8 @@ class TaskHarness:
             error = _as_raised(failure)
         if error is not None:
             raise error
-        self._last_window_ms = self.wall_clock_ms
-        self._after_call()
+        if self._taskrun.stopped:
+            self.state = "stopped"
 
     def commit(self) -> None:
         """Commit as the container does (:class:`~samzapy.container.commit.Commit`): flush
@@ -449,11 +393,7 @@ class TaskHarness:
             HarnessError: the task is not running.
         """
         self._require_running("commit()")
-        self._guarded(self._commit)
-
-    def _commit(self) -> None:
-        self._taskrun.commit()
-        self._last_commit_ms = self.wall_clock_ms
+        self._guarded(self._taskrun.commit)
 
     def advance_wall_clock(self, ms: int) -> None:
         """Move the harness's wall clock on by ``ms`` and do what the run loop does when that
@@ -464,9 +404,12 @@ class TaskHarness:
         if self.state != "running":
             return
         window_ms = self.job.window_ms
-        if window_ms and self.wall_clock_ms - self._last_window_ms >= window_ms:
+        if window_ms and self.wall_clock_ms - self._taskrun.last_window_ms >= window_ms:
             self.window()
-        if self.state == "running" and self.wall_clock_ms - self._last_commit_ms >= self.job.commit_ms:
+        if (
+            self.state == "running"
+            and self.wall_clock_ms - self._taskrun.last_commit_ms >= self.job.commit_ms
+        ):
             self.commit()
 
     def advance_event_time(

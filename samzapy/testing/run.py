@@ -15,7 +15,7 @@ from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
 from samzapy.container.collector import OutputStreams
 from samzapy.container.commit import Commit
-from samzapy.container.error_policy import ErrorPolicy
+from samzapy.container.error_policy import ErrorPolicy, MessageFailure
 from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
 from samzapy.container.task_instance import TaskInstance
 from samzapy.metrics import MetricsRegistry
@@ -24,7 +24,7 @@ from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import OutgoingMessageEnvelope
-from samzapy.testing.broker import MemoryBroker, MemoryProducer
+from samzapy.testing.broker import BrokerRecord, MemoryBroker, MemoryProducer
 from samzapy.testing.changelog import BrokerChangelog
 from samzapy.testing.collector import CrashPoints, RecordingCollector
 
@@ -100,6 +100,10 @@ class TaskRun:
         if self.runner is not None:
             self.runner.start()
         self._flushes = 0
+        #: The task asked to shut down: committed, processes nothing more.
+        self.stopped = False
+        #: The wall clock at the last ``window()`` call and the last commit (or the start).
+        self.last_window_ms = self.last_commit_ms = shared.wall_clock_ms()
         self._commit = Commit(
             shared.producer,
             _CrashingWriter(shared.producer, job.checkpoint_topic, shared.crash_points),
@@ -125,10 +129,69 @@ class TaskRun:
             self.runner.add(self.instance)
 
     def window(self) -> None:
-        """The task's ``window`` (async tasks drained first, as the run loop does)."""
+        """The task's ``window`` (async tasks drained first, as the run loop does), then what
+        it asked of its coordinator.
+
+        Raises:
+            TaskError: ``window`` raised, or (a ``MessageFailure``) an async message failed.
+        """
         if self.runner is not None:
             self.runner.drain()
         self.instance.window()
+        self.last_window_ms = self._shared.wall_clock_ms()
+        self._after_call()
+
+    def process_available(self, input_broker: MemoryBroker) -> int:
+        """Process every waiting record of the task's inputs in ``input_broker``, in the order
+        the broker took them, doing what the task asks of its coordinator after each call (a
+        commit; a shutdown: a final commit, then :attr:`stopped`); returns how many.
+
+        Raises:
+            MessageFailure: a message stopped the task; what came before it was committed
+                when that is safe (as the container does).
+        """
+        if self.runner is not None:
+            return self._process_async(input_broker)
+        done = 0
+        while not self.stopped:
+            found = next_record(input_broker, self.instance.offsets)
+            if found is None:
+                break
+            try:
+                self.instance.process_records(found[0], [found[1]])
+            except MessageFailure as failure:
+                if failure.safe_to_commit:
+                    self.commit(final=True)
+                raise
+            done += 1
+            self._after_call()
+        return done
+
+    def _process_async(self, input_broker: MemoryBroker) -> int:
+        """An async task: every waiting record taken in (lanes run them concurrently, one key
+        in order), then the loop run until all are done, as before a commit. A failure is
+        never safe to commit: later messages may be done."""
+        runner, instance = self.runner, self.instance
+        assert runner is not None
+        admitted = dict(instance.offsets)
+        done = 0
+        while (found := next_record(input_broker, admitted)) is not None:
+            ssp, record = found
+            runner.submit(ssp, instance, [record])
+            admitted[ssp] = record.offset + 1
+            done += 1
+        runner.drain()
+        self._after_call()
+        return done
+
+    def _after_call(self) -> None:
+        """What the run loop does after a task's call: commit when asked, stop when asked."""
+        coordinator = self.instance.coordinator
+        if coordinator.shutdown_requested:
+            self.commit(final=True)
+            self.stopped = True
+        elif coordinator.commit_requested:
+            self.commit()
 
     def close(self) -> None:
         """A clean stop's close: the async loop, then the task and its stores."""
@@ -147,6 +210,7 @@ class TaskRun:
         """The container's commit of this task (``final``: every store's local checkpoint)."""
         self._flushes = 0
         self._commit([self.instance], final=final)
+        self.last_commit_ms = self._shared.wall_clock_ms()
 
     def start_offset(self, ssp: SystemStreamPartition, checkpoint: TaskCheckpoint | None) -> int:
         """Where input ``ssp`` starts: the checkpoint's offset, else the oldest or the upcoming
@@ -202,6 +266,21 @@ class TaskRun:
         self._flushes += 1
         if self._flushes == 1:
             self._shared.crash_points.reach("after-producer-flush")
+
+
+def next_record(
+    broker: MemoryBroker, positions: dict[SystemStreamPartition, int]
+) -> tuple[SystemStreamPartition, BrokerRecord] | None:
+    """The input record to process next: among the partitions of ``positions``, the first
+    record at or after its position that ``broker`` took (several inputs are read in the
+    order they were sent)."""
+    best: tuple[SystemStreamPartition, BrokerRecord] | None = None
+    for ssp, position in positions.items():
+        log = broker.log(ssp.stream, ssp.partition)
+        at = log.index_of(position)
+        if at < len(log.records) and (best is None or log.records[at].sequence < best[1].sequence):
+            best = (ssp, log.records[at])
+    return best
 
 
 class _CrashingWriter(CheckpointWriter):
