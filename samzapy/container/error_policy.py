@@ -66,8 +66,16 @@ class MessageFailure(TaskError):
 
 
 def how_to_go_on(failure: MessageFailure) -> str:
-    """How to let the job go on past messages like the one that stopped it."""
+    """How to let the job go on past messages like the one that stopped it (a store serde misfit
+    is the task's bug, not bad input: skipping would only lose the update, so it is not offered)."""
+    from samzapy.stores.serialized import StoreSerdeError
+
     cause = type(failure.__cause__).__name__ if failure.__cause__ is not None else "Exception"
+    if isinstance(failure.__cause__, StoreSerdeError):
+        return (
+            "Fix the task, or the store's serde setting the message names (run with -v for the "
+            "traceback): the input message is fine, and skipping it would only lose its update"
+        )
     if "could not deserialise" in str(failure):
         return (
             "Fix the producer or the stream's serde, or go on past such messages: "

@@ -71,9 +71,9 @@ def test_a_value_that_does_not_fit_the_store_names_store_key_serde_config_key_an
         "b'{\"page\": \"/a\"}' (bytes) of key 'ann': StringSerde expects a str, got bytes "
         'b\'{"page": "/a"}\'. The store\'s value serde is set by stores.my-store.msg.serde: put a value '
         "it takes, or set a serde that fits there (at mymodule.py:9 in process); the job stopped after "
-        "committing every message before it. Fix the task (run with -v for the traceback), or go on past "
-        "such messages: task.ignored.exceptions=StoreSerdeError skips them, "
-        "task.dead.letter.stream=kafka.<stream> keeps them aside"
+        "committing every message before it. Fix the task, or the store's serde setting the message names "
+        "(run with -v for the traceback): the input message is fine, and skipping it would only lose its "
+        "update"
     ]
     assert len(result.stderr.splitlines()) < 20  # not 187 lines of logs and tracebacks
 
