@@ -288,3 +288,22 @@ def test_keyed_outputs_spread_over_the_partitions_the_broker_gives_their_topic(h
     assert h.broker.partition_count("counts") == 4
     assert len(by_partition) > 1
     assert all(r.partition == partition_for_key(r.key, 4) for r in h.records("kafka.counts"))
+
+
+def test_a_crash_point_does_not_fire_inside_a_restarts_restore(harness) -> None:  # type: ignore[no-untyped-def]
+    h = harness(
+        {
+            "stores.counts.object.cache.size": "0",
+            "stores.counts.changelog.coalesce": "false",
+            "systems.kafka.samza.offset.default": "oldest",
+        }
+    )
+    words(h, "a")
+    h.commit()
+    words(h, "a", "b")
+    h.crash("land")
+    h.crash_at("after-changelog-send")
+    h.restart()  # the restore's trim writes two records: not counted; the replay of "a" crashes
+    assert h.state == "crashed" and h.generation == 2
+    h.restart()
+    assert counts(h) == {"a": 2, "b": 1}
