@@ -79,7 +79,11 @@ CATALOG: dict[str, MetricDoc] = {
     ),
     "duplicates": _c("Messages the deduplication operator found already seen, dropped.", "duplicates"),
     "dedup-too-old": _c("Messages older than the deduplication window, dropped.", "dedup-too-old"),
-    "registry-too-old": _c("Schema registry answers older than the requested version.", "registry-too-old"),
+    "registry-too-old": _c(
+        "Join registry (stream-stream join): events older than its retention horizon, refused "
+        "(whether they were joined can no longer be known).",
+        "registry-too-old",
+    ),
     # async tasks
     "retries": _c("Retries of a failed process_async().", "retries"),
     "timeouts": _c("process_async() calls over task.callback.timeout.ms.", "timeouts"),
