@@ -37,8 +37,10 @@ class TopicPartition(NamedTuple):
 
 
 class OffsetRecord(Protocol):
-    """A record read back from a partition, as a changelog reader sees it: its offset, key and
-    value (``None``: a tombstone). Every :class:`Record` is one."""
+    """A record read back from a partition, as a changelog reader sees it.
+
+    Its offset, key and value (``None``: a tombstone). Every :class:`Record` is one.
+    """
 
     @property
     def offset(self) -> int:
@@ -82,10 +84,13 @@ class Record(OffsetRecord, Protocol):
 
 
 class RecordSink(Protocol):
-    """Where records are sent: the Kafka producer, the Spark replay's output files, the test
-    driver's collectors. ``send`` may be asynchronous; ``flush`` returns once everything sent
-    before it is durable (or raises); ``acked_offset`` is the last offset acknowledged for a
-    partition, ``None`` when the sink has no offsets or none was acknowledged yet."""
+    """Where records are sent.
+
+    The Kafka producer, the Spark replay's output files, the test driver's collectors. ``send``
+    may be asynchronous; ``flush`` returns once everything sent before it is durable (or
+    raises); ``acked_offset`` is the last offset acknowledged for a partition, ``None`` when the
+    sink has no offsets or none was acknowledged yet.
+    """
 
     def send(
         self,
@@ -111,8 +116,11 @@ class RecordSource(Protocol):
     def read(
         self, tp: TopicPartition, start: int, stop: int | None = None
     ) -> Iterator[Sequence[OffsetRecord]]:
-        """Batches of the records of ``tp`` from offset ``start`` up to ``stop`` (exclusive)
-        or the partition's end, in offset order."""
+        """Batches of the records of ``tp`` from offset ``start``.
+
+        Batches of the records of ``tp`` from offset ``start`` up to ``stop`` (exclusive) or the
+        partition's end, in offset order.
+        """
 
     def end_offset(self, tp: TopicPartition) -> int:
         """The offset the next record of ``tp`` will get (0: empty)."""

@@ -110,8 +110,9 @@ class KeyValueStore(ABC, Generic[K, V]):
 
 
 class ReadView(Protocol):
-    """Read-only access to an engine's bytes, safe from another thread while its task writes
-    (what the query service reads). Engines return one from ``read_view()``.
+    """Read-only access to an engine's bytes, safe from another thread while its task writes.
+
+    What the query service reads. Engines return one from ``read_view()``.
 
     Reads are committed-or-newer: they see what the engine holds now, which is at least the
     state of the last commit (the object cache above the engine is not seen).
@@ -121,17 +122,20 @@ class ReadView(Protocol):
         """The value of ``key``, or ``None``."""
 
     def scan(self, from_key: bytes | None, to_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
-        """Up to ``limit`` entries with ``from_key <= key < to_key`` (``None``: unbounded), in
-        key byte order; complete or an error, never silently partial."""
+        """Up to ``limit`` entries with ``from_key <= key < to_key`` (``None``: unbounded), in key byte order.
+
+        Complete or an error, never silently partial.
+        """
 
     def close(self) -> None:
         """Release what the view holds (a view of a live engine holds nothing)."""
 
 
 class RawStore(KeyValueStore[bytes, bytes]):
-    """The engine at the bottom of a store's stack (RocksDB or in-memory): bytes in, bytes out,
-    sorted by key bytes. What restore writes into directly, and what other threads read
-    through :meth:`read_view`.
+    """The engine at the bottom of a store's stack (RocksDB or in-memory).
+
+    Bytes in, bytes out, sorted by key bytes. What restore writes into directly, and what other
+    threads read through :meth:`read_view`.
     """
 
     @abstractmethod

@@ -109,8 +109,10 @@ class CachedStore(WrappedStore[K, V], Generic[K, V]):
         self.inner.put_all(entries)
 
     def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
-        """Write every entry through as one batch (after the dirty ones); cache the values
-        written and forget the keys deleted."""
+        """Write every entry through as one batch (after the dirty ones).
+
+        Cache the values written and forget the keys deleted.
+        """
         entries = list(entries)
         self._write_dirty()
         self.inner.put_all(entries)
@@ -124,8 +126,10 @@ class CachedStore(WrappedStore[K, V], Generic[K, V]):
                 insert(key, value)
 
     def delete_all(self, keys: Iterable[K]) -> None:
-        """Delete every key through as one batch (after the dirty ones); the keys leave the
-        cache (see :meth:`put_all`)."""
+        """Delete every key through as one batch (after the dirty ones).
+
+        The keys leave the cache (see :meth:`put_all`).
+        """
         keys = list(keys)
         self._write_dirty()
         self.inner.put_all([(key, None) for key in keys])

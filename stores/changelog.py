@@ -1,6 +1,7 @@
-"""A store's changelog as the store side sees it: the protocols the store layers and the
-restore rely on, and the discarding one. No Kafka here: the Kafka changelog is
-:class:`samzapy.kafka.changelog.KafkaChangelog`.
+"""A store's changelog as the store side sees it.
+
+The protocols the store layers and the restore rely on, and the discarding one. No Kafka here:
+the Kafka changelog is :class:`samzapy.kafka.changelog.KafkaChangelog`.
 
 Two protocols, so that code asks for what it uses rather than probing attributes:
 

@@ -1,5 +1,7 @@
-"""Local store checkpoints: RocksDB checkpoints (hard links) taken at commit, each with an
-``OFFSET`` file naming the changelog offset it reflects (Samza's transactional state).
+"""Local store checkpoints.
+
+RocksDB checkpoints (hard links) taken at commit, each with an ``OFFSET`` file naming the
+changelog offset it reflects (Samza's transactional state).
 
 Layout: ``<base>/<store>/Partition_<N>.checkpoints/<offset>/`` holding the database files and
 ``OFFSET`` (JSON: ``{"topic": ..., "partition": ..., "offset": ...}``). A checkpoint is built in

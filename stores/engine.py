@@ -102,8 +102,10 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
         return 0 if self.store_dir is None else directory_bytes(self.store_dir)
 
     def read_view(self) -> ReadView:
-        """A read-only view of the engine another thread may read while the task writes
-        (committed-or-newer: the object cache above the engine is not seen)."""
+        """A read-only view of the engine another thread may read while the task writes.
+
+        Committed-or-newer: the object cache above the engine is not seen.
+        """
         return self.raw.read_view()
 
     # -- the store API, metered ---------------------------------------------------------
@@ -196,7 +198,9 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
         fence: ChangelogFence | None = None,
         snapshots: SnapshotSource | None = None,
     ) -> RestoreStats:
-        """Bring the store to the state of changelog offset ``checkpointed_offset`` (see
+        """Bring the store to the state of changelog offset ``checkpointed_offset``.
+
+        Bring the store to the state of changelog offset ``checkpointed_offset`` (see
         :mod:`samzapy.stores.restore`); ``None``: nothing committed, the store ends up empty.
         ``fence`` (``samzapy.checkpoint.ChangelogFence``): the records a zombie wrote, skipped.
 
@@ -247,8 +251,10 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
             self._local_checkpoint_count.inc()
 
     def abandon(self) -> None:
-        """Close without writing anything more (the task is owned by another container now):
-        what the layers hold in memory is dropped; nothing reaches the engine or the changelog."""
+        """Close without writing anything more (the task is owned by another container now).
+
+        What the layers hold in memory is dropped; nothing reaches the engine or the changelog.
+        """
         self.invalidate()
         self.close()
 

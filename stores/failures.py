@@ -1,5 +1,6 @@
-"""RocksDB's failures as :class:`~samzapy.errors.StorageFailure`: which store, which file,
-what went wrong and what to do.
+"""RocksDB's failures as :class:`~samzapy.errors.StorageFailure`.
+
+Which store, which file, what went wrong and what to do.
 
 ``rocksdict`` raises a plain ``Exception`` carrying RocksDB's status text (``IO error: No
 space left on device: While appending to file: .../000004.log``, ``Corruption: block checksum
@@ -109,8 +110,11 @@ def file_in(text: str) -> str | None:
 
 
 def storage_failure(exc: BaseException, db_dir: Path, doing: str) -> StorageFailure:
-    """The :class:`StorageFailure` for RocksDB's ``exc`` while ``doing`` something (``"writing"``,
-    ``"reading"``...) on the database in ``db_dir``: the store, the file, what and the fix."""
+    """The :class:`StorageFailure` for RocksDB's ``exc`` while ``doing`` something.
+
+    The :class:`StorageFailure` for RocksDB's ``exc`` while ``doing`` something (``"writing"``,
+    ``"reading"``...) on the database in ``db_dir``: the store, the file, what and the fix.
+    """
     text = status_text(exc)
     kind = kind_of(text)
     file = file_in(text)
@@ -124,8 +128,10 @@ def storage_failure(exc: BaseException, db_dir: Path, doing: str) -> StorageFail
 
 
 def iterator_failure(it: RdictIter, db_dir: Path, read: int) -> StorageFailure | None:
-    """After a RocksDB iterator's ``valid()`` turned false: the failure if the walk stopped on
-    an error (a corrupted block, an unreadable file) rather than at the end of the keys.
+    """After a RocksDB iterator's ``valid()`` turned false.
+
+    The failure if the walk stopped on an error (a corrupted block, an unreadable file) rather
+    than at the end of the keys.
 
     RocksDB ends an iterator that meets an error as if the keys had ended; only ``status()``
     tells. Without this check a scan would return partial data as complete. The failure is

@@ -14,8 +14,10 @@ MAX_PENDING = 100_000
 
 
 class LoggedStore(WrappedStore[bytes, bytes]):
-    """Writes to the inner store, then sends the change (key, value bytes; a delete as a
-    tombstone) to the changelog (Samza's ``LoggedStore``).
+    """A store layer that sends every change to the changelog.
+
+    Writes to the inner store, then sends the change (key, value bytes; a delete as a tombstone)
+    to the changelog (Samza's ``LoggedStore``).
 
     Corner cases: reads pass through untouched (not overridden); a change is sent after the inner write, so a
     crash in between leaves the changelog behind the store, never ahead of it — restore throws
@@ -86,14 +88,20 @@ class LoggedStore(WrappedStore[bytes, bytes]):
                 send(key, value)
 
     def invalidate(self) -> None:
-        """Forget the changes not sent yet (the engine was rewritten underneath, or the task
-        is abandoned: :meth:`~samzapy.stores.engine.StorageEngine.abandon`)."""
+        """Forget the changes not sent yet.
+
+        The engine was rewritten underneath, or the task is abandoned:
+        :meth:`~samzapy.stores.engine.StorageEngine.abandon`.
+        """
         if self._pending:
             self._pending = {}
         super().invalidate()
 
     def flush(self) -> None:
-        """Send the pending changes (coalescing), then flush the inner store (the producer is
-        flushed by the container at commit)."""
+        """Send the pending changes, then flush the inner store.
+
+        Send the pending changes (coalescing), then flush the inner store (the producer is
+        flushed by the container at commit).
+        """
         self._send_pending()
         self.inner.flush()

@@ -1,5 +1,8 @@
-"""The in-memory engine: a dict plus a lazily maintained sorted key list, so that ``range``
-and ``all`` follow the same byte order as RocksDB."""
+"""The in-memory engine.
+
+A dict plus a lazily maintained sorted key list, so that ``range`` and ``all`` follow the same
+byte order as RocksDB.
+"""
 
 from __future__ import annotations
 
@@ -112,9 +115,11 @@ class InMemoryStore(RawStore):
 
 
 class InMemoryView:
-    """Reads an :class:`InMemoryStore` from another thread: single reads are atomic under the
-    GIL, and scans copy the dict in one C call (``dict.copy``) before sorting, so the owner's
-    writes never race them. The store's dict is looked up at every call (a reset replaces it).
+    """Reads an :class:`InMemoryStore` from another thread.
+
+    Single reads are atomic under the GIL, and scans copy the dict in one C call (``dict.copy``)
+    before sorting, so the owner's writes never race them. The store's dict is looked up at
+    every call (a reset replaces it).
     """
 
     def __init__(self, store: InMemoryStore) -> None:

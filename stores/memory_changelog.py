@@ -77,8 +77,10 @@ class InMemoryChangelog:
         return self._next
 
     def offset(self) -> int | None:
-        """The offset of the last change the store reflects: the last one sent, or where a
-        restore left it (the greater)."""
+        """The offset of the last change the store reflects.
+
+        The last one sent, or where a restore left it (the greater).
+        """
         sent = self._next - 1 if self._next else None
         if sent is None or self._known_offset is None:
             return sent if sent is not None else self._known_offset
@@ -97,8 +99,7 @@ class InMemoryChangelog:
         self.entries = [r for r in self.entries if last[r.key] == r.offset]
 
     def copy(self) -> InMemoryChangelog:
-        """An independent changelog with the same records (restoring from it leaves this one as
-        it is)."""
+        """An independent changelog with the same records (restoring from it leaves this one as it is)."""
         other = InMemoryChangelog(self.topic, self.partition, self.read_batch)
         other.entries = list(self.entries)
         other._next = self._next

@@ -107,8 +107,10 @@ def global_label(container_id: int) -> str:
 
 
 def directory_bytes(path: Path) -> int:
-    """Bytes of the regular files under ``path`` (0 when it is gone); safe while a database
-    writes there: a file deleted during the walk is skipped."""
+    """Bytes of the regular files under ``path`` (0 when it is gone); safe while a database writes there.
+
+    A file deleted during the walk is skipped.
+    """
     total = 0
     try:
         entries = list(os.scandir(path))

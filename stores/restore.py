@@ -1,5 +1,7 @@
-"""Restore: rebuild a store from a local checkpoint and its changelog, then trim the changelog
-back to the checkpointed state (Samza's transactional state).
+"""Restore: rebuild a store, then trim the changelog back to the checkpoint.
+
+Restore: rebuild a store from a local checkpoint and its changelog, then trim the changelog back
+to the checkpointed state (Samza's transactional state).
 
 Given ``K``, the checkpointed changelog offset (inclusive: the last change that belongs to
 committed state; ``None``: nothing was ever committed):
@@ -70,9 +72,11 @@ class RestoreStats:
 
 
 class _Progress:
-    """Logs records, MB, rate and ETA every few seconds; with ``metrics``, also keeps the
-    store's ``restore-replayed-records`` and ``restore-target-records`` gauges current (the
-    status page's progress bar)."""
+    """Logs records, MB, rate and ETA every few seconds.
+
+    With ``metrics``, also keeps the store's ``restore-replayed-records`` and
+    ``restore-target-records`` gauges current (the status page's progress bar).
+    """
 
     def __init__(self, what: str, total: int | None, metrics: MetricsGroup | None = None) -> None:
         self.what = what
@@ -112,8 +116,11 @@ class _Progress:
 def _merged(
     batches: Iterable[Sequence[ChangelogRecord]], size: int, max_bytes: int = REPLAY_BATCH_BYTES
 ) -> Iterator[tuple[list[ChangelogRecord], int]]:
-    """Fetched batches merged into (records, their bytes) of up to ``size`` records or
-    ``max_bytes`` bytes (the batch that crosses a bound is included)."""
+    """Fetched batches merged into larger ones.
+
+    Fetched batches merged into (records, their bytes) of up to ``size`` records or
+    ``max_bytes`` bytes (the batch that crosses a bound is included).
+    """
     pending: list[ChangelogRecord] = []
     pending_bytes = 0
     for batch in batches:
@@ -153,8 +160,10 @@ def choose_base(raw: RawStore, checkpoints: LocalCheckpoints | None, k: int | No
 
 
 def _load_verified(raw: RawStore, checkpoint: LocalCheckpoint) -> bool:
-    """Make ``raw`` a copy of ``checkpoint`` and read all of it with checksums verified;
-    whether it can be trusted (a damaged one is logged, and left for the caller to delete)."""
+    """Make ``raw`` a copy of ``checkpoint`` and read all of it with checksums verified.
+
+    Whether it can be trusted (a damaged one is logged, and left for the caller to delete).
+    """
     started = time.monotonic()
     try:
         raw.reset(checkpoint.path)
@@ -176,8 +185,10 @@ def _load_verified(raw: RawStore, checkpoint: LocalCheckpoint) -> bool:
 
 
 def changes(batch: Sequence[ChangelogRecord]) -> list[tuple[bytes, bytes | None]]:
-    """The writes a batch of changelog records makes to the store: (key, value), a tombstone
-    (``None``) as a delete; records without a key are not changes."""
+    """The writes a batch of changelog records makes to the store.
+
+    (key, value), a tombstone (``None``) as a delete; records without a key are not changes.
+    """
     return [(r.key, r.value) for r in batch if r.key is not None]
 
 
@@ -190,9 +201,11 @@ def replay(
     skipped: set[bytes] | None = None,
     metrics: MetricsGroup | None = None,
 ) -> tuple[int, int]:
-    """Step 2: write changelog records ``start..k`` into ``raw``; (records, bytes). Records
-    ``fence`` rules out are not written; their keys are added to ``skipped``. ``metrics``:
-    the store's group, whose restore gauges follow the progress."""
+    """Step 2: write changelog records ``start..k`` into ``raw``; (records, bytes).
+
+    Records ``fence`` rules out are not written; their keys are added to ``skipped``.
+    ``metrics``: the store's group, whose restore gauges follow the progress.
+    """
     progress = _Progress(f"restore of {changelog}", k + 1 - start, metrics)
     for batch, size in _merged(changelog.read(start, k + 1), REPLAY_BATCH):
         kept = batch
@@ -217,8 +230,11 @@ def trim(
     end: int,
     skipped: set[bytes] | frozenset[bytes] = frozenset(),
 ) -> tuple[int, int]:
-    """Step 3: undo changelog records ``start..end-1`` and rewrite the ``skipped`` keys with
-    their values in ``raw``; (records undone, changelog writes)."""
+    """Step 3: undo changelog records ``start..end-1``.
+
+    Step 3: undo changelog records ``start..end-1`` and rewrite the ``skipped`` keys with their
+    values in ``raw``; (records undone, changelog writes).
+    """
     progress = _Progress(f"trim of {changelog}", end - start)
     seen: set[bytes] = set(skipped)
     if seen:
@@ -250,9 +266,10 @@ def restore(
     snapshots: SnapshotSource | None = None,
 ) -> RestoreStats:
     """Run the three steps (module doc) for one store; ``checkpoints=None``: from scratch.
+
     ``fence`` (a ``samzapy.checkpoint.ChangelogFence``) says which records a zombie wrote.
-    ``snapshots``: a blob store's snapshots of the store; before step 1, the newest usable
-    one newer than the local checkpoints is downloaded among them (``stores/snapshot_restore.py``).
+    ``snapshots``: a blob store's snapshots of the store; before step 1, the newest usable one
+    newer than the local checkpoints is downloaded among them (``stores/snapshot_restore.py``).
 
     Raises:
         RestoreError: the checkpointed offset lies beyond the changelog's end (the changelog

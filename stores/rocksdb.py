@@ -111,8 +111,11 @@ def _open_failure(exc: Exception, path: Path) -> StorageFailure:
 
 
 def copy_db_dir(source: Path, target: Path) -> None:
-    """Copy a RocksDB checkpoint into ``target`` (which must not exist): immutable files are
-    hard-linked (cheap, as RocksDB's own checkpoints), the mutable ones copied."""
+    """Copy a RocksDB checkpoint into ``target`` (which must not exist).
+
+    Immutable files are hard-linked (cheap, as RocksDB's own checkpoints), the mutable ones
+    copied.
+    """
     target.mkdir(parents=True)
     for entry in source.iterdir():
         if not entry.is_file() or entry.name == "OFFSET":
@@ -252,8 +255,9 @@ class RocksDBStore(RawStore):
         return LiveRocksDBView(lambda: self._db, self.path)
 
     def verify(self) -> int:
-        """Read every entry with checksums verified (a damaged block fails, not ends, the scan);
-        the number of entries.
+        """Read every entry with checksums verified (a damaged block fails, not ends, the scan).
+
+        Returns the number of entries.
 
         The walk only steps the iterator (no key or value reaches Python), which still loads
         and checks every data block: about three times faster than a scan through
@@ -351,8 +355,11 @@ class RocksDBStore(RawStore):
 def _entries(
     holder: list[Any], db_dir: Path, read_options: ReadOptions | None
 ) -> Generator[Entry[bytes, bytes], None, None]:
-    """The entries of the iterator in ``holder`` (taken out, so that this frame owns the only
-    reference) until it ends; a walk that ended on an error raises StorageFailure."""
+    """The entries of the iterator in ``holder``, until it ends.
+
+    The entries of the iterator in ``holder`` (taken out, so that this frame owns the only
+    reference) until it ends; a walk that ended on an error raises StorageFailure.
+    """
     it = holder.pop()
     # rocksdict's iterator does not own the upper bound set on its ReadOptions: keep the
     # options alive as long as the iterator, or the bound is read from freed memory (ranges

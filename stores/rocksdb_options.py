@@ -1,5 +1,8 @@
-"""Resolved RocksDB options of a store, and the memory one store's instances share in a
-process (``stores.<name>.container.cache.size.bytes`` / ``container.write.buffer.size.bytes``)."""
+"""Resolved RocksDB options of a store, and the memory one store's instances share in a process.
+
+The shared memory is set by ``stores.<name>.container.cache.size.bytes`` and
+``container.write.buffer.size.bytes``.
+"""
 
 from __future__ import annotations
 

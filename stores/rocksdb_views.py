@@ -1,5 +1,7 @@
-"""Read-only views of RocksDB databases: of a live engine (read from another thread while its
-task writes) and of a directory nobody writes (a local checkpoint, opened read-only).
+"""Read-only views of RocksDB databases.
+
+Of a live engine (read from another thread while its task writes) and of a directory nobody
+writes (a local checkpoint, opened read-only).
 
 Both scan with a status check at the end, so a damaged block fails the read with
 :class:`~samzapy.errors.StorageFailure` instead of cutting the answer short.
@@ -57,9 +59,11 @@ def get(db: Rdict, db_dir: Path, key: bytes) -> bytes | None:
 
 
 class LiveRocksDBView:
-    """Reads a live engine's database from another thread (RocksDB reads are thread-safe;
-    each scan sees an implicit snapshot). The owner's database is looked up at every call,
-    so a view taken before a restore reads the restored database."""
+    """Reads a live engine's database from another thread.
+
+    RocksDB reads are thread-safe; each scan sees an implicit snapshot. The owner's database is
+    looked up at every call, so a view taken before a restore reads the restored database.
+    """
 
     def __init__(self, database: Callable[[], Rdict | None], db_dir: Path) -> None:
         self._database = database

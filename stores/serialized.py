@@ -58,9 +58,11 @@ value serde is set by stores.counts.msg.serde: put a value it takes, or set a se
 
 
 def serde_check(serde: Serde | None) -> Callable[[Any], object]:
-    """A function that raises ``SerdeError`` for an object ``serde`` cannot write: the serde's
-    own ``check`` when it has one (cheap: the built-in serdes check types), else ``to_bytes``;
-    with no serde, only bytes pass."""
+    """A function that raises ``SerdeError`` for an object ``serde`` cannot write.
+
+    The serde's own ``check`` when it has one (cheap: the built-in serdes check types), else
+    ``to_bytes``; with no serde, only bytes pass.
+    """
     if serde is None:
         return _check_bytes
     check: Callable[[Any], object] = getattr(serde, "check", None) or serde.to_bytes
@@ -74,10 +76,13 @@ def _check_bytes(obj: Any) -> None:
 
 
 class SerdeCheckedStore(WrappedStore[K, V], Generic[K, V]):
-    """Checks each key and value against the store's serdes at ``put``/``put_all`` (and so at
+    """A layer that checks keys and values against the serdes at ``put``.
+
+    Checks each key and value against the store's serdes at ``put``/``put_all`` (and so at
     ``delete``/``delete_all``, built on them), so that a misfit fails in the caller's own call
     (:func:`serde_misfit`), not at a later flush of the object cache below. Everything else
-    passes straight through. Not thread-safe."""
+    passes straight through. Not thread-safe.
+    """
 
     def __init__(
         self, inner: KeyValueStore[K, V], name: str, key_serde: Serde | None, msg_serde: Serde | None
@@ -112,8 +117,9 @@ class SerdeCheckedStore(WrappedStore[K, V], Generic[K, V]):
 
 
 class SerializedStore(WrappedStore[K, V], Generic[K, V]):
-    """Serialises keys and values on the way down, deserialises on the way up (Samza's
-    ``SerializedKeyValueStore``).
+    """Serialises keys and values on the way down, deserialises on the way up.
+
+    Samza's ``SerializedKeyValueStore`` in Python.
 
     Corner cases: a ``None`` serde passes raw bytes through; ``None`` values are never
     serialised (they mean delete); range bounds are serialised with the key serde, so the order
@@ -215,8 +221,11 @@ def _identity(data: Any) -> Any:
 
 
 def _counted(raw: KeyValueIterator[bytes, bytes], counter: Counter) -> Iterator[Entry[bytes, bytes]]:
-    """The entries of a bytes store as they are, their bytes counted (one frame per entry
-    fewer than decoding them with identity functions: range scans of the window store)."""
+    """The entries of a bytes store as they are, their bytes counted.
+
+    One frame per entry fewer than decoding them with identity functions: range scans of the
+    window store.
+    """
     for entry in raw:
         counter.value += len(entry[0]) + len(entry[1])
         yield entry

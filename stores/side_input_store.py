@@ -1,5 +1,7 @@
-"""Stores filled from side-input topics: engines that keep the topic offsets they reflect
-with the data, and the read-only layer tasks see.
+"""Stores filled from side-input topics.
+
+Engines that keep the topic offsets they reflect with the data, and the read-only layer tasks
+see.
 
 A side-input store has no changelog: its side-input topics are its changelog. So the
 position that matters on restart is "the next offset of each side-input partition that the

@@ -1,5 +1,7 @@
-"""A versioned key-value store: every key's values by event time, for a history period
-(Kafka Streams' ``VersionedKeyValueStore``, KIP-889).
+"""A versioned key-value store.
+
+Every key's values by event time, for a history period (Kafka Streams'
+``VersionedKeyValueStore``, KIP-889).
 
 A :class:`VersionedStore` is a view over an ordinary bytes store (configure the store without
 serdes: ``context.get_store(name)`` then holds bytes), so its changelog, restore, object cache
@@ -49,8 +51,10 @@ _VALUE = b"\x01"
 
 @dataclass(frozen=True, slots=True)
 class Version:
-    """A key's value valid in ``[valid_from, valid_to)`` (``valid_to`` is ``MAX_MS`` for the
-    latest version)."""
+    """A key's value valid in ``[valid_from, valid_to)``.
+
+    ``valid_to`` is ``MAX_MS`` for the latest version.
+    """
 
     value: Any
     valid_from: int
@@ -93,9 +97,11 @@ class VersionedStore:
         return MIN_MS if self.observed_ms == MIN_MS else self.observed_ms - self.history_ms
 
     def put(self, key: bytes, value: Any, timestamp_ms: int) -> bool:
-        """Add the version of ``key`` valid from ``timestamp_ms`` (``None`` deletes from then
-        on); replaces a version of the same time. False (nothing written) when the timestamp
-        is older than the history."""
+        """Add the version of ``key`` valid from ``timestamp_ms`` (``None`` deletes from then on).
+
+        Replaces a version of the same time. False (nothing written) when the timestamp is older
+        than the history.
+        """
         if timestamp_ms < self.history_start():
             return False
         data = _DELETE if value is None else _VALUE + self._encode(value)
@@ -111,8 +117,10 @@ class VersionedStore:
         return self.put(key, None, timestamp_ms)
 
     def get(self, key: bytes, as_of: int | None = None) -> Version | None:
-        """The latest version of ``key``, or with ``as_of`` the one valid at that time;
-        ``None`` when there is none, it is a delete, or ``as_of`` is before the history."""
+        """The latest version of ``key``, or with ``as_of`` the one valid at that time.
+
+        ``None`` when there is none, it is a delete, or ``as_of`` is before the history.
+        """
         if as_of is not None and as_of < self.history_start():
             return None
         prefix = self._v + escape(key)

@@ -21,8 +21,10 @@ _TOGETHER = (("put", "put_all"), ("get", "range", "all"))
 
 
 class WrappedStore(KeyValueStore[K, V], Generic[K, V]):
-    """A store layer over ``inner``: ``get``, ``put``, ``put_all``, ``range``, ``all``,
-    ``flush`` and ``close`` pass through unless overridden.
+    """A store layer over ``inner``.
+
+    ``get``, ``put``, ``put_all``, ``range``, ``all``, ``flush`` and ``close`` pass through
+    unless overridden.
 
     ``get_all``, ``delete`` and ``delete_all`` are not passed through: they are built on the
     layer's own ``get``/``put``/``put_all`` (as in :class:`KeyValueStore`), so a layer that
@@ -78,8 +80,11 @@ class WrappedStore(KeyValueStore[K, V], Generic[K, V]):
         self.inner.close()
 
     def invalidate(self) -> None:
-        """Forget what this layer holds in memory (the engine was rewritten underneath), then
-        tell the layers below. The base holds nothing."""
+        """Forget what this layer holds in memory, then tell the layers below.
+
+        Forget what this layer holds in memory (the engine was rewritten underneath), then tell
+        the layers below. The base holds nothing.
+        """
         if isinstance(self.inner, WrappedStore):
             self.inner.invalidate()
 

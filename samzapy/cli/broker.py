@@ -74,5 +74,6 @@ def status(state_dir: Path | None) -> None:
     """Say whether the broker runs; exit status 1 when it does not."""
     info = dev_broker.status(state_dir)
     if info is None:
-        raise click.ClickException("no broker is running (start one with: samzapy broker start)")
+        msg = "no broker is running (start one with: samzapy broker start)"
+        raise click.ClickException(msg)
     click.echo(f"broker running at {info.bootstrap_servers} (pid {info.pid}, log {info.log_path})")

@@ -224,7 +224,7 @@ class JobConfig:
             ConfigError: the configuration was parsed without importing user code.
         """
         if self.imported_task_class is None:
-            raise _not_imported("task.class", self.task_class)
+            raise _not_imported("task.class", self.task_class)  # noqa: EM101 - a key: the factory writes the message
         return self.imported_task_class
 
     @property

@@ -1,2 +1,4 @@
-"""Group mode: containers on any number of machines form one Kafka consumer group and share
-the job's tasks (``job.coordinator.factory=group``)."""
+"""Group mode: containers on any number of machines share a job's tasks as one consumer group.
+
+Chosen with ``job.coordinator.factory=group``.
+"""

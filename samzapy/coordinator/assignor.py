@@ -1,5 +1,6 @@
-"""samzapy's assignor inside Kafka's consumer-group protocol (as Kafka Streams'
-``StreamsPartitionAssignor`` and Faust's ``PartitionAssignor`` are).
+"""samzapy's assignor inside Kafka's consumer-group protocol.
+
+It plays the part of Kafka Streams' ``StreamsPartitionAssignor`` and Faust's ``PartitionAssignor``.
 
 Each member sends in its subscription what it holds (:class:`LocalState`: the freshness of its
 local copy of every task's stores, its query endpoint, its rack) and, as KIP-429 asks, the
@@ -154,8 +155,11 @@ class TaskAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-py
 
 
 def member_state(member_id: str, subscription: ConsumerProtocolSubscription) -> MemberState:
-    """The :class:`MemberState` a subscription describes (a member of another version, or
-    one that sent no samzapy user data, is taken as holding nothing)."""
+    """The :class:`MemberState` a subscription describes.
+
+    A member of another version, or one that sent no samzapy user data, is taken as holding
+    nothing.
+    """
     owned = {p for tp in (getattr(subscription, "owned_partitions", None) or ()) for p in tp.partitions}
     try:
         body = json.loads(subscription.user_data or b"{}")

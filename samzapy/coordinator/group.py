@@ -1,6 +1,7 @@
-"""Group mode (``job.coordinator.factory=group``): this process as a member of the job's
-Kafka consumer group, through kafka-python's group coordinator and samzapy's
-:class:`~samzapy.coordinator.assignor.TaskAssignor`.
+"""Group mode (``job.coordinator.factory=group``).
+
+This process as a member of the job's Kafka consumer group, through kafka-python's group
+coordinator and samzapy's :class:`~samzapy.coordinator.assignor.TaskAssignor`.
 
 The member's consumer only takes part in the group protocol: it subscribes to the job's
 inputs so that the broker's coordinator and the elected leader hand out their partitions, but
@@ -81,8 +82,11 @@ class Rebalance:
 
 
 def rebalance_timeout_ms(session_timeout_ms: int) -> int:
-    """How long the group waits for this member to rejoin in a rebalance, and the member for
-    the answer to its JoinGroup (plus 5 s): see :data:`REBALANCE_TIMEOUT_SESSIONS`."""
+    """The rebalance timeout (ms) for a session timeout.
+
+    How long the group waits for this member to rejoin in a rebalance, and the member for the
+    answer to its JoinGroup (plus 5 s): see :data:`REBALANCE_TIMEOUT_SESSIONS`.
+    """
     return max(MIN_REBALANCE_TIMEOUT_MS, REBALANCE_TIMEOUT_SESSIONS * session_timeout_ms)
 
 
@@ -259,8 +263,7 @@ class GroupMembership:
         return self.instance_id or self._state.member_id()
 
     def lease_valid(self) -> bool:
-        """Whether this member may still process and commit the tasks it holds (see
-        :meth:`lease_problem`)."""
+        """Whether this member may still process and commit the tasks it holds (see :meth:`lease_problem`)."""
         return self.lease_problem() is None
 
     def lease_problem(self) -> str | None:
@@ -300,16 +303,21 @@ class GroupMembership:
         )
 
     def commit_offsets(self, offsets: dict[TopicPartition, int]) -> None:
-        """Have the membership thread commit these input offsets to the group (lag monitors
-        read them; samzapy itself resumes from its checkpoints). Committed from that thread,
-        not the caller's: a commit waits for kafka-python's network thread, which may be
-        running a rebalance listener that waits for the caller."""
+        """Have the membership thread commit these input offsets to the group.
+
+        Lag monitors read them; samzapy itself resumes from its checkpoints. Committed from that
+        thread, not the caller's: a commit waits for kafka-python's network thread, which may be
+        running a rebalance listener that waits for the caller.
+        """
         with self._offsets_lock:
             self._offsets_to_commit = dict(offsets)
 
     def _commit_offsets(self) -> None:
-        """Commit the offsets handed over last, when the group is stable. The broker refuses
-        them from a stale generation, or for partitions this member no longer owns."""
+        """Commit the offsets handed over last, when the group is stable.
+
+        The broker refuses them from a stale generation, or for partitions this member no longer
+        owns.
+        """
         with self._offsets_lock:
             offsets, self._offsets_to_commit = self._offsets_to_commit, None
         if not offsets or self.generation is None:  # in a rebalance: the next commit carries them
@@ -330,8 +338,10 @@ class GroupMembership:
         self._notes.acknowledged.set()
 
     def close(self) -> None:
-        """Commit the input offsets handed over last, then leave the group (a static member
-        does not leave: its tasks wait for it until the session timeout passes)."""
+        """Commit the input offsets handed over last, then leave the group.
+
+        A static member does not leave: its tasks wait for it until the session timeout passes.
+        """
         self.closing = True
         self._stop.set()
         self._notes.acknowledged.set()

@@ -120,7 +120,7 @@ def place_tasks(tasks: Sequence[int], members: Sequence[MemberState], standby_co
 
 
 def _place_actives(tasks: list[int], by_id: dict[str, MemberState]) -> dict[int, str]:
-    """task -> member id, by stickiness, then freshest state, then balance."""
+    """Task -> member id, by stickiness, then freshest state, then balance."""
     ceiling = -(-len(tasks) // len(by_id))  # no member needs more than this
     load = dict.fromkeys(by_id, 0)
     owner: dict[int, str] = {}
@@ -162,7 +162,7 @@ def _balance(owner: dict[int, str], load: dict[str, int], by_id: dict[str, Membe
 def _place_standbys(
     actives: dict[int, str], by_id: dict[str, MemberState], copies: int
 ) -> dict[int, list[str]]:
-    """task -> the member ids keeping standby copies of it."""
+    """Task -> the member ids keeping standby copies of it."""
     copies = min(max(copies, 0), len(by_id) - 1)
     standbys: dict[int, list[str]] = {task: [] for task in actives}
     load = dict.fromkeys(by_id, 0)
@@ -190,6 +190,8 @@ def _warm(member: MemberState, task: int) -> bool:
 
 
 def _desc(member_id: str) -> tuple[int, ...]:
-    """A key that sorts member ids in descending order inside a ``max`` (ties go to the
-    smallest id, so every leader breaks them the same way)."""
+    """A key that sorts member ids in descending order inside a ``max``.
+
+    Ties go to the smallest id, so every leader breaks them the same way.
+    """
     return (*(-ord(c) for c in member_id), 1)

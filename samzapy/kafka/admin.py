@@ -93,8 +93,10 @@ def retry_unreachable(
 
 @contextmanager
 def _quiet_client_logs() -> Iterator[None]:
-    """Keep kafka-python's per-connection errors off the log during one attempt: the retry
-    loop says what happened in one line. With ``-v`` (kafka-python at INFO) they stay."""
+    """Keep kafka-python's per-connection errors off the log during one attempt.
+
+    The retry loop says what happened in one line. With ``-v`` (kafka-python at INFO) they stay.
+    """
     client = logging.getLogger("kafka")
     if client.getEffectiveLevel() <= logging.INFO:
         yield

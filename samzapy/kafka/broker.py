@@ -174,8 +174,11 @@ def stop(state_dir: Path | None = None, wait_s: float = 10.0) -> BrokerInfo | No
 
 
 def resolve_bootstrap_servers(value: str) -> str:
-    """Turn a configured ``bootstrap.servers`` into an address, starting the embedded broker
-    when the value is ``embedded`` (reusing it when it already runs)."""
+    """The bootstrap address a configured ``bootstrap.servers`` stands for.
+
+    Turn a configured ``bootstrap.servers`` into an address, starting the embedded broker when
+    the value is ``embedded`` (reusing it when it already runs).
+    """
     if value.strip() != EMBEDDED:
         return value
     port = int(os.environ.get("SAMZAPY_BROKER_PORT", DEFAULT_PORT))

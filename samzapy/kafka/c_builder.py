@@ -47,9 +47,12 @@ def off_reason() -> str | None:
 
 
 class _Builder:
-    """kafka-python's batch-builder interface over aiokafka's C builder: the per-record calls
-    go straight to C; ``set_producer_state`` drops the transactional flag, which the C builder
-    takes at construction (the fast path never serves a transactional producer)."""
+    """kafka-python's batch-builder interface over aiokafka's C builder.
+
+    The per-record calls go straight to C; ``set_producer_state`` drops the transactional flag,
+    which the C builder takes at construction (the fast path never serves a transactional
+    producer).
+    """
 
     __slots__ = ("_c", "append", "build", "size")
 
@@ -84,9 +87,12 @@ def adopt(
     value: bytes | None,
     headers: list[tuple[str, bytes]],
 ) -> bool:
-    """Give ``records`` (a new batch's ``MemoryRecordsBuilder`` holding only the record
+    """Hand a new batch's first record to the C builder; whether it did.
+
+    Give ``records`` (a new batch's ``MemoryRecordsBuilder`` holding only the record
     ``timestamp_ms, key, value, headers``) the C builder, with that record in it; whether it
-    did. Call it under the partition's accumulator lock, before anything else is appended."""
+    did. Call it under the partition's accumulator lock, before anything else is appended.
+    """
     if (
         records._closed
         or records._magic != _MAGIC_V2

@@ -1,5 +1,7 @@
-"""The Kafka changelog of a store: one partition of a compacted topic, written through the
-job's producer and read back to its true end for restore.
+"""The Kafka changelog of a store.
+
+One partition of a compacted topic, written through the job's producer and read back to its true
+end for restore.
 
 The store side of a changelog (the protocols the store layers and the restore rely on, the
 discarding writer) lives in :mod:`samzapy.stores.changelog` and knows nothing of Kafka;

@@ -40,9 +40,12 @@ def accepted_settings(role: str) -> frozenset[str]:
 
 
 class Consumer(KafkaConsumer):  # type: ignore[misc]  # kafka-python ships no types
-    """A ``KafkaConsumer`` whose partition arguments may be samzapy's
+    """A ``KafkaConsumer`` that takes samzapy's partition ids.
+
+    A ``KafkaConsumer`` whose partition arguments may be samzapy's
     :class:`~samzapy.records.TopicPartition`s (see the module doc). Settings as
-    ``KafkaConsumer``'s; build one with :func:`samzapy.kafka.reading.reader_consumer`."""
+    ``KafkaConsumer``'s; build one with :func:`samzapy.kafka.reading.reader_consumer`.
+    """
 
     def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Assign exactly ``partitions`` (no group)."""

@@ -48,10 +48,12 @@ log = logging.getLogger(__name__)
 
 
 class RawRecord(NamedTuple):
-    """A consumed record reduced to what a reader of a changelog needs (``raw=True`` in
-    :func:`install`): building one costs about half of a ``ConsumerRecord``, which also
-    carries topic, partition, timestamps and sizes. The fields keep ``ConsumerRecord``'s
-    names, so code reading these four takes either."""
+    """A consumed record reduced to what a reader of a changelog needs (``raw=True`` in :func:`install`).
+
+    Building one costs about half of a ``ConsumerRecord``, which also carries topic, partition,
+    timestamps and sizes. The fields keep ``ConsumerRecord``'s names, so code reading these four
+    takes either.
+    """
 
     offset: int
     key: bytes | None
@@ -110,8 +112,11 @@ def aiokafka_version() -> str:
 
 
 def available() -> bool:
-    """Whether the fast decoder may be used: supported kafka-python and aiokafka, aiokafka's C
-    extension importable, and not switched off."""
+    """Whether the fast decoder may be used.
+
+    Supported kafka-python and aiokafka, aiokafka's C extension importable, and not switched
+    off.
+    """
     return off_reason() is None
 
 
@@ -122,9 +127,11 @@ def on_reason() -> str:
 
 def install(consumer: KafkaConsumer, *, raw: bool = False) -> bool:
     """Make ``consumer`` decode eligible fetches with the C decoder; returns whether it did.
-    Only this consumer is affected (nothing in kafka-python is patched globally). ``raw``:
-    the decoded records are :class:`RawRecord`s (fetches the C decoder does not take are
-    still kafka-python's ``ConsumerRecord``s, with the same four fields)."""
+
+    Only this consumer is affected (nothing in kafka-python is patched globally). ``raw``: the
+    decoded records are :class:`RawRecord`s (fetches the C decoder does not take are still
+    kafka-python's ``ConsumerRecord``s, with the same four fields).
+    """
     fetcher = getattr(consumer, "_fetcher", None)
     if not available() or not isinstance(fetcher, Fetcher):
         return False
@@ -146,9 +153,11 @@ def partition_records(
     *,
     raw: bool = False,
 ) -> Fetcher.PartitionRecords:
-    """kafka-python's ``PartitionRecords`` constructor, with the same arguments: the fast
-    decoder's records when the fetch is eligible (module docstring), kafka-python's otherwise
-    (``raw``: the fast decoder's are :class:`RawRecord`s)."""
+    """kafka-python's ``PartitionRecords`` constructor, with the same arguments.
+
+    The fast decoder's records when the fetch is eligible (module docstring), kafka-python's
+    otherwise (``raw``: the fast decoder's are :class:`RawRecord`s).
+    """
     buffer = records._buffer
     eligible = (
         key_deserializer is None
@@ -170,8 +179,11 @@ def partition_records(
 
 
 def _batch_bounds(buffer: Any) -> list[tuple[int, int]]:
-    """(start, end) of every complete batch in a fetched buffer; a partial batch at the end
-    (the broker cuts fetches at a size limit) is left out, as kafka-python does."""
+    """(start, end) of every complete batch in a fetched buffer.
+
+    A partial batch at the end (the broker cuts fetches at a size limit) is left out, as
+    kafka-python does.
+    """
     bounds = []
     pos, size = 0, len(buffer)
     while size - pos >= _LOG_OVERHEAD:
@@ -191,11 +203,14 @@ def _all_v2(buffer: Any) -> bool:
 
 
 class DecodedPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]  # kafka-python ships no types
-    """One fetched partition's records, decoded a batch at a time as ``take`` needs them (the
-    C decoder for uncompressed batches) and handed out exactly as kafka-python's
-    ``PartitionRecords`` does: records before the fetch offset skipped, control batches
-    skipped, positions advanced past the last batch, and a CRC failure raised (naming
-    partition and offset) only after the records before it."""
+    """One fetched partition's records, decoded a batch at a time.
+
+    One fetched partition's records, decoded a batch at a time as ``take`` needs them (the C
+    decoder for uncompressed batches) and handed out exactly as kafka-python's
+    ``PartitionRecords`` does: records before the fetch offset skipped, control batches skipped,
+    positions advanced past the last batch, and a CRC failure raised (naming partition and
+    offset) only after the records before it.
+    """
 
     def __init__(
         self,
@@ -230,8 +245,10 @@ class DecodedPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]  
         self._error: Exception | None = None
 
     def _decode_next_batch(self) -> None:
-        """Decode the next batch into ``_decoded`` (empty for a control batch); on a CRC
-        failure set ``_error`` and stop decoding."""
+        """Decode the next batch into ``_decoded`` (empty for a control batch).
+
+        On a CRC failure set ``_error`` and stop decoding.
+        """
         buffer = self._buffer
         start, end = self._bounds[self._next_batch]
         self._next_batch += 1

@@ -54,8 +54,10 @@ class FastPath:
 
 
 def _decoder_module() -> tuple[ModuleType | None, str | None]:
-    """:mod:`samzapy.kafka.fast_decode`, or ``None`` and why it does not import (it imports
-    kafka-python internals that other kafka-python versions do not have)."""
+    """:mod:`samzapy.kafka.fast_decode`, or ``None`` and why it does not import.
+
+    It imports kafka-python internals that other kafka-python versions do not have.
+    """
     try:
         fast_decode = importlib.import_module("samzapy.kafka.fast_decode")
     except ImportError as exc:
@@ -95,16 +97,20 @@ def fast_paths() -> list[FastPath]:
 
 
 def install_decoder(consumer: Any, *, raw: bool = False) -> bool:
-    """Make ``consumer`` decode with the C decoder when the decoder is on; returns whether it
-    does (see :func:`samzapy.kafka.fast_decode.install`; ``raw``: into ``RawRecord``s)."""
+    """Make ``consumer`` decode with the C decoder when the decoder is on; returns whether it does.
+
+    See :func:`samzapy.kafka.fast_decode.install`; ``raw``: into ``RawRecord``s.
+    """
     module, _ = _decoder_module()
     return module is not None and bool(module.install(consumer, raw=raw))
 
 
 def log_fast_paths() -> None:
-    """Log every fast path's state once per process: one INFO line for each path that is off
-    (the run is slower than it could be, and says why), DEBUG for those that are on (a healthy
-    run's console stays quiet)."""
+    """Log every fast path's state once per process.
+
+    One INFO line for each path that is off (the run is slower than it could be, and says why),
+    DEBUG for those that are on (a healthy run's console stays quiet).
+    """
     global _logged
     with _log_lock:
         if _logged:

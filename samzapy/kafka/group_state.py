@@ -69,8 +69,10 @@ class CoordinatorState:
         return bool(self._coordinator.state == MemberState.REBALANCING)
 
     def seconds_since_answer(self) -> float:
-        """Seconds since the broker last answered a heartbeat or completed a join for this
-        member (its session is counted from about then)."""
+        """Seconds since the broker last answered a heartbeat or completed a join for this member.
+
+        Its session is counted from about then.
+        """
         heartbeat = self._heartbeat
         return time.monotonic() - float(max(heartbeat.last_receive, heartbeat.last_reset))
 
@@ -84,7 +86,8 @@ def coordinator_state(consumer: Any) -> CoordinatorState:
     """
     try:
         if MemberState is None:
-            raise ImportError("kafka.structs.MemberState")
+            missing = "kafka.structs.MemberState"
+            raise ImportError(missing)
         state = CoordinatorState(consumer)
         state.stable_generation()
         state.rejoin_needed()

@@ -61,8 +61,11 @@ def beginning_offsets(
 def end_offsets(
     consumer: Any, partitions: Iterable[TopicPartition], *, timeout_s: float | None = None
 ) -> dict[TopicPartition, int]:
-    """The broker's reported end offset of each of ``partitions`` (a lower bound of the true
-    end on the dev broker, see :mod:`samzapy.kafka.reading`); as :func:`beginning_offsets`."""
+    """The broker's reported end offset of each of ``partitions``.
+
+    The broker's reported end offset of each of ``partitions`` (a lower bound of the true end on
+    the dev broker, see :mod:`samzapy.kafka.reading`); as :func:`beginning_offsets`.
+    """
     return _list_offsets(consumer, partitions, consumer.end_offsets, "end", timeout_s)
 
 
@@ -101,8 +104,11 @@ def _list_offsets(
 
 
 def _refresh_metadata(consumer: Any) -> None:
-    """Fetch the metadata of every topic (kafka-python waits for a refresh in flight first,
-    so a late answer for fewer topics cannot overwrite this one)."""
+    """Fetch the metadata of every topic.
+
+    Kafka-python waits for a refresh in flight first, so a late answer for fewer topics cannot
+    overwrite this one.
+    """
     try:
         consumer.topics()
     except kafka_errors.KafkaError as exc:  # the next ask reports what is wrong, or retries

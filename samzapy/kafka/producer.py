@@ -79,8 +79,10 @@ class RecordTooLargeError(KafkaSystemError):
 
 
 class FlushTimeout(KafkaSystemError):
-    """Sends were not all acknowledged within a flush's timeout (they may still be: the broker
-    is slow or unreachable, see :mod:`samzapy.kafka.outage`)."""
+    """Sends were not all acknowledged within a flush's timeout.
+
+    They may still be: the broker is slow or unreachable, see :mod:`samzapy.kafka.outage`.
+    """
 
     broker_unreachable = True
 
@@ -186,8 +188,10 @@ class Producer:
 
     @property
     def fast_path_active(self) -> bool:
-        """Whether this producer appends explicitly partitioned records through the fast path
-        (:mod:`samzapy.kafka.fast_append`; :func:`samzapy.kafka.fast_paths` says why not)."""
+        """Whether this producer appends explicitly partitioned records through the fast path.
+
+        :mod:`samzapy.kafka.fast_append`; :func:`samzapy.kafka.fast_paths` says why not.
+        """
         return self._fast is not None
 
     def send(
@@ -200,8 +204,10 @@ class Producer:
         headers: list[tuple[str, bytes]] | None = None,
         timestamp_ms: int | None = None,
     ) -> None:
-        """Queue one record; ``value=None`` is a tombstone; ``timestamp_ms`` (default: now) is
-        the record's timestamp (``samzapy produce --timestamp-field``).
+        """Queue one record.
+
+        ``value=None`` is a tombstone; ``timestamp_ms`` (default: now) is the record's timestamp
+        (``samzapy produce --timestamp-field``).
 
         Raises:
             RecordTooLargeError: at once when the record is larger than ``max.request.size``.
@@ -267,7 +273,9 @@ class Producer:
             raise self._failure_error()
 
     def acked_offset(self, topic: str, partition: int) -> int | None:
-        """The highest offset the broker acknowledged for sends through this producer to
+        """The highest offset acknowledged for this producer's sends to a partition.
+
+        The highest offset the broker acknowledged for sends through this producer to
         ``topic``/``partition``, or ``None`` when none was acknowledged yet.
 
         Exact (from the produce acknowledgements), unlike a broker's reported end offset.

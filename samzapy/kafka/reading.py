@@ -34,14 +34,17 @@ def reader_consumer(
     raw_records: bool = False,
     **overrides: Any,
 ) -> Consumer:
-    """A consumer tuned for bulk reads with manual ``assign()``: no group, no auto commit,
-    large fetches, short broker-side waits so that "empty" is learnt quickly, and records
-    decoded by the C decoder where it applies (:mod:`samzapy.kafka.fast_decode`; ``c_decoder=False``
-    keeps kafka-python's own, as the benchmarks' raw-consume limit does).
+    """A consumer tuned for bulk reads with manual ``assign()``.
+
+    No group, no auto commit, large fetches, short broker-side waits so that "empty" is learnt
+    quickly, and records decoded by the C decoder where it applies
+    (:mod:`samzapy.kafka.fast_decode`; ``c_decoder=False`` keeps kafka-python's own, as the
+    benchmarks' raw-consume limit does).
 
     ``raw_records``: the records a poll returns promise only ``offset``, ``key``, ``value``
     and ``headers`` (:class:`~samzapy.kafka.fast_decode.RawRecord`s where the C decoder
-    applies, cheaper to build), for readers that need no more, such as restores."""
+    applies, cheaper to build), for readers that need no more, such as restores.
+    """
     settings: dict[str, Any] = {
         "bootstrap_servers": bootstrap_servers,
         "group_id": None,
@@ -132,8 +135,10 @@ def read_partition(
 
 
 def true_end_offset(consumer: Consumer, tp: TopicPartition) -> int:
-    """The offset the next record of ``tp`` will get: the reported end, corrected for brokers
-    that undercount it (see module doc) by reading the rest of the last batch.
+    """The offset the next record of ``tp`` will get.
+
+    The reported end, corrected for brokers that undercount it (see module doc) by reading the
+    rest of the last batch.
 
     Costs one fetch of the partition's last batch; ``consumer`` is left assigned to ``tp``.
     """
@@ -144,10 +149,13 @@ def true_end_offset(consumer: Consumer, tp: TopicPartition) -> int:
 
 
 def true_end_offsets(consumer: Consumer, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-    """:func:`true_end_offset` of every partition in ``tps``; an empty one (reported end 0:
-    no batch at all) costs no fetch. ``consumer`` is left assigned to the last one read, and
-    its metadata may soon know that partition's topic only: ask offsets of several topics
-    afterwards with :mod:`samzapy.kafka.offsets`, which copes with that."""
+    """:func:`true_end_offset` of every partition in ``tps``.
+
+    An empty one (reported end 0: no batch at all) costs no fetch. ``consumer`` is left assigned
+    to the last one read, and its metadata may soon know that partition's topic only: ask
+    offsets of several topics afterwards with :mod:`samzapy.kafka.offsets`, which copes with
+    that.
+    """
     reported = end_offsets(consumer, tps)
     ends = {}
     for tp in tps:

@@ -1,5 +1,8 @@
-"""Reading partitions from Kafka: :class:`KafkaRecordSource`, a
-:class:`~samzapy.records.RecordSource` over one consumer of its own."""
+"""Reading partitions from Kafka.
+
+:class:`KafkaRecordSource`, a :class:`~samzapy.records.RecordSource` over one consumer of its
+own.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +14,9 @@ from samzapy.records import Record, TopicPartition
 
 
 class KafkaRecordSource:
-    """The records of any partition of the cluster at ``bootstrap_servers``, read to their
-    true end (:mod:`samzapy.kafka.reading`).
+    """The records of any partition of the cluster at ``bootstrap_servers``, read to their true end.
+
+    See :mod:`samzapy.kafka.reading`.
 
     The consumer is created on first use and closed by :meth:`close` (a later read opens a
     new one). ``raw_records``: the records carry only offset, key, value and headers (cheaper,

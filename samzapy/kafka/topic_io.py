@@ -66,8 +66,11 @@ class Codec:
         return data
 
     def decode(self, data: bytes | None) -> Any:
-        """``data`` decoded for display: bytes that do not fit are shown as text (or base64 when
-        not UTF-8) rather than stopping the read."""
+        """``data`` decoded for display.
+
+        Bytes that do not fit are shown as text (or base64 when not UTF-8) rather than stopping
+        the read.
+        """
         if data is None:
             return None
         try:
@@ -110,8 +113,10 @@ class StreamCodecs:
 
 
 def stream_codecs(config_path: str, stream: str) -> StreamCodecs:
-    """The key and message serdes a job uses for ``stream`` (``kafka.S`` or ``S``), from its
-    ``.properties`` at ``config_path``: built-in, Avro and the job's own serde classes.
+    """The key and message serdes a job uses for ``stream`` (``kafka.S`` or ``S``).
+
+    Read from the job's ``.properties`` at ``config_path``: built-in, Avro and the job's own
+    serde classes.
 
     Raises:
         ConfigError: the config is bad, or names no serde that can be built.
@@ -198,8 +203,9 @@ def _key_of(value: Any, key_text: str | None, fmt: LineFormat) -> Any:
 
 
 def timestamp_ms(raw: Any) -> int:
-    """A timestamp field as milliseconds since the epoch: a number is taken as milliseconds,
-    a string as an ISO 8601 time (UTC when it gives no zone).
+    """A timestamp field as milliseconds since the epoch.
+
+    A number is taken as milliseconds, a string as an ISO 8601 time (UTC when it gives no zone).
 
     >>> timestamp_ms(1700000000000), timestamp_ms("2024-01-01T00:00:00Z")
     (1700000000000, 1704067200000)
@@ -337,8 +343,11 @@ def _partitions(servers: str, topic: str, wanted: tuple[int, ...] | None) -> lis
 
 
 def read_records(servers: str, topic: str, spec: ReadSpec) -> Iterator[Record]:
-    """Yield ``topic``'s records as :class:`ReadSpec` says: partition by partition to each one's
-    true end, or (``follow``) in arrival order until ``max_records`` or an interrupt."""
+    """Yield ``topic``'s records as :class:`ReadSpec` says.
+
+    Partition by partition to each one's true end, or (``follow``) in arrival order until
+    ``max_records`` or an interrupt.
+    """
     from samzapy.kafka.reading import read_partition, reader_consumer, true_end_offset
 
     tps = _partitions(servers, topic, spec.partitions)
@@ -374,9 +383,9 @@ def _follow(consumer: Any, starts: dict[TopicPartition, int], left: int | None) 
 
 
 def decode(data: bytes | None, serde: str) -> Any:
-    """``data`` decoded with the built-in serde called ``serde``, for display (:meth:`Codec.decode`).
+    r"""``data`` decoded with the built-in serde called ``serde``, for display (:meth:`Codec.decode`).
 
-    >>> decode(b'{"a":1}', "json"), decode(b"not json", "json"), decode(b"\\xff", "string")
+    >>> decode(b'{"a":1}', "json"), decode(b"not json", "json"), decode(b"\xff", "string")
     ({'a': 1}, 'not json', 'base64:/w==')
     """
     return builtin_codec(serde).decode(data)
@@ -393,8 +402,10 @@ class OutputFormat:
 
 
 def format_record(record: Record, fmt: OutputFormat) -> str:
-    """One line for ``record``: ``text`` is ``partition:offset key value [headers]``; ``json`` an
-    object with topic, partition, offset, timestamp, key, value (and headers)."""
+    """One line for ``record``: ``text`` is ``partition:offset key value [headers]``.
+
+    ``json`` an object with topic, partition, offset, timestamp, key, value (and headers).
+    """
     key = fmt.key.decode(record.key)
     value = fmt.value.decode(record.value)
     headers = {name: _STRING.decode(raw) for name, raw in (record.headers or [])}

@@ -92,8 +92,11 @@ def reduce(
     encode: Callable[[Any], bytes] = json_encode,
     decode: Callable[[bytes], Any] = orjson.loads,
 ) -> Aggregator:
-    """``fn`` folded over ``value_of(value)`` in arrival order; sessions merge with ``fn(a, b)``,
-    so ``fn`` should be associative. Give ``encode``/``decode`` when the aggregate is not JSON."""
+    """``fn`` folded over ``value_of(value)`` in arrival order.
+
+    Sessions merge with ``fn(a, b)``, so ``fn`` should be associative. Give
+    ``encode``/``decode`` when the aggregate is not JSON.
+    """
     return Aggregator(
         create=value_of,
         add=lambda a, v: fn(a, value_of(v)),

@@ -1,5 +1,6 @@
-"""Count windows (Quix Streams' ``tumbling_count_window`` / ``hopping_count_window``): windows
-of a number of records per key rather than of time.
+"""Count windows (Quix Streams' ``tumbling_count_window`` / ``hopping_count_window``).
+
+Windows of a number of records per key rather than of time.
 
 With ``CountWindows(size)`` every ``size`` records of a key form a window (tumbling); with
 ``CountWindows(size, step)`` a window starts at every ``step``-th record of the key and holds
@@ -43,8 +44,10 @@ def count_window_id(key: bytes, number: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CountWindows:
-    """Windows of ``size`` records per key, one starting every ``step`` records (default
-    ``size``: tumbling)."""
+    """Windows of ``size`` records per key, one starting every ``step`` records.
+
+    Default ``size``: tumbling.
+    """
 
     size: int
     step: int = 0

@@ -1,5 +1,7 @@
-"""Consumer-side deduplication by output id: a store of seen ids, Bloom filters in front, and
-time-bucketed garbage collection (Dataflow's exactly-once sink, after seed 003).
+"""Consumer-side deduplication by output id.
+
+A store of seen ids, Bloom filters in front, and time-bucketed garbage collection (Dataflow's
+exactly-once sink, after seed 003).
 
 Store layout (one ``KeyValueStore[bytes, bytes]``, under ``namespace``):
 
@@ -24,16 +26,20 @@ _HEADER = struct.Struct(">QI")
 
 
 def state_layout(namespace: bytes = b"") -> DedupLayout:
-    """How the store of a :class:`Deduplicator` with ``namespace`` reads as data and moves in a
-    reshard, for a task's ``state_layouts`` (:class:`~samzapy.operators.dedup_layout.DedupLayout`:
-    ids, their buckets and the largest time; the ids are copied to every new task that may
-    receive the old task's keys)."""
+    """The state layout of a :class:`Deduplicator`'s store.
+
+    How the store of a :class:`Deduplicator` with ``namespace`` reads as data and moves in a
+    reshard, for a task's ``state_layouts``
+    (:class:`~samzapy.operators.dedup_layout.DedupLayout`: ids, their buckets and the largest
+    time; the ids are copied to every new task that may receive the old task's keys).
+    """
     return DedupLayout(namespace)
 
 
 class BloomFilter:
-    """A Bloom filter over bytes: no false negatives, false positives at about the rate it
-    was sized for. ``k`` bit positions come from the two 64-bit halves of one BLAKE2b digest
+    """A Bloom filter over bytes: no false negatives, false positives at about the rate it was sized for.
+
+    ``k`` bit positions come from the two 64-bit halves of one BLAKE2b digest
     (Kirsch-Mitzenmacher double hashing).
 
     >>> bf = BloomFilter.for_capacity(1000, 0.01)
@@ -69,8 +75,10 @@ class BloomFilter:
 
     @staticmethod
     def hashes(item: bytes) -> tuple[int, int]:
-        """The two hashes of ``item`` that all positions derive from (compute once, probe many
-        filters of the same size)."""
+        """The two hashes of ``item`` that all positions derive from.
+
+        Compute once, probe many filters of the same size.
+        """
         digest = hashlib.blake2b(item, digest_size=16).digest()
         return int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:], "big") | 1
 

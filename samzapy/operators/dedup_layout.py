@@ -1,5 +1,6 @@
-"""The store of a :class:`~samzapy.operators.dedup.Deduplicator`: its encoding (the tags the
-operator writes under) and how it reads as data (a layout of
+"""The store of a :class:`~samzapy.operators.dedup.Deduplicator`.
+
+Its encoding (the tags the operator writes under) and how it reads as data (a layout of
 :mod:`samzapy.operators.state_layout`).
 
 * ``ns + IDS_TAG + id`` -> ``bucket start``: the seen ids;

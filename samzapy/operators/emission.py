@@ -1,5 +1,6 @@
-"""What the window operators share about *when* a window is emitted: early firing and the
-ids of non-final emissions.
+"""What the window operators share about *when* a window is emitted.
+
+Early firing and the ids of non-final emissions.
 
 Three emission modes exist for every window kind (see ``docs/patterns/window-aggregation.md``):
 
@@ -46,8 +47,10 @@ def early_id(window: str, encoded: bytes, *, late: bool) -> str:
 
 
 class EarlyFiring:
-    """Remembers, in the store, which windows changed since the last early firing, and emits
-    their current values every ``every_ms`` of processing time.
+    """Early firings: the windows changed since the last one, emitted every ``every_ms``.
+
+    Remembers, in the store, which windows changed since the last early firing, and emits their
+    current values every ``every_ms`` of processing time.
 
     Promises:
         * :meth:`mark` is one ``put`` of an empty value (absorbed by the object cache);
@@ -82,8 +85,11 @@ class EarlyFiring:
         self._store.put(self._prefix + window_store_key, b"")
 
     def marker(self, window_store_key: bytes) -> bytes:
-        """The store key of ``window_store_key``'s marker: operators delete it with the window
-        (in the same batch), so that no marker outlives its window."""
+        """The store key of ``window_store_key``'s marker.
+
+        Operators delete it with the window (in the same batch), so that no marker outlives its
+        window.
+        """
         return self._prefix + window_store_key
 
     def fire(self, now_ms: int) -> list[WindowResult]:

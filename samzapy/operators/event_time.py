@@ -60,9 +60,12 @@ class EventTimeError(TaskError):
 
 @dataclass(frozen=True, slots=True)
 class Control:
-    """A control record: its kind (``end-of-stream`` or ``watermark``), the source it speaks
-    for (``None`` when it came straight from a producer: then it is the input partition's),
-    and, for a watermark, the time."""
+    """A control record.
+
+    Its kind (``end-of-stream`` or ``watermark``), the source it speaks for (``None`` when it
+    came straight from a producer: then it is the input partition's), and, for a watermark, the
+    time.
+    """
 
     kind: bytes
     source: str | None
@@ -117,8 +120,11 @@ def control_message(
 
 @dataclass(frozen=True, slots=True)
 class Lineage:
-    """Where a repartitioned record came from: the upstream source (its input partition), the
-    sequence number (input offset) and the source's progress before the record."""
+    """Where a repartitioned record came from.
+
+    The upstream source (its input partition), the sequence number (input offset) and the
+    source's progress before the record.
+    """
 
     source: str
     sequence: int
@@ -152,15 +158,17 @@ def lineage_of(envelope: IncomingMessageEnvelope) -> Lineage | None:
 
 
 def late_bound(progress: int, allowed_lateness_ms: int) -> int:
-    """Windows ending at or before this are closed for a record whose source had seen up to
-    ``progress`` (``MIN_MS``: nothing seen, nothing closed)."""
+    """Windows ending at or before this are closed for a record whose source had seen up to ``progress``.
+
+    ``MIN_MS``: nothing seen, nothing closed.
+    """
     if progress in (MIN_MS, MAX_MS):
         return progress
     return max(MIN_MS + 1, progress - allowed_lateness_ms)
 
 
 class EventTime:
-    """The progress of each source and the task's watermark, kept in a store.
+    r"""The progress of each source and the task's watermark, kept in a store.
 
     Promises:
         * :attr:`watermark` is ``min(progress of each source) - allowed_lateness_ms`` (or
@@ -174,8 +182,8 @@ class EventTime:
           The idle flags are kept in the store too, and they come from control records in
           the input, so a replay of the same input takes the same decisions.
 
-    Store keys: ``namespace + b"\\x00wm"`` (the watermark) and ``namespace + b":" + source +
-    b"\\x00wm"`` per source; ``namespace + b":" + source + b"\\x00id"`` while it is idle.
+    Store keys: ``namespace + b"\x00wm"`` (the watermark) and ``namespace + b":" + source +
+    b"\x00wm"`` per source; ``namespace + b":" + source + b"\x00id"`` while it is idle.
     """
 
     def __init__(
@@ -211,16 +219,20 @@ class EventTime:
         return self._source(source).current
 
     def advance(self, source: str, time_ms: int) -> bool:
-        """Record that ``source`` has reached ``time_ms`` (it is active again if it was idle);
-        True when the watermark advanced."""
+        """Record that ``source`` has reached ``time_ms`` (it is active again if it was idle).
+
+        True when the watermark advanced.
+        """
         resumed = source in self._idle and self._active(source)
         if not self._source(source).advance_to(time_ms) and not resumed:
             return False
         return self._recompute()
 
     def idle(self, source: str) -> bool:
-        """``source`` is idle: leave it out of the minimum until its next record; True when
-        the watermark advanced."""
+        """``source`` is idle.
+
+        Leave it out of the minimum until its next record; True when the watermark advanced.
+        """
         self._source(source)
         if source not in self._idle:
             self._idle.add(source)
@@ -287,8 +299,11 @@ class SequenceDedup:
 
 
 class StoredCounter:
-    """A counter kept in a store: exactly-once across crashes (it is restored with the state
-    it counts), unlike a metrics counter, which restarts at zero with the process."""
+    """A counter kept in a store.
+
+    Exactly-once across crashes (it is restored with the state it counts), unlike a metrics
+    counter, which restarts at zero with the process.
+    """
 
     def __init__(self, store: KeyValueStore[bytes, bytes], key: bytes) -> None:
         self._store = store
@@ -306,9 +321,11 @@ class StoredCounter:
 
 
 def event_time_entries(namespace: bytes = b"et") -> tuple[TaskEntries, ...]:
-    """:class:`EventTime`'s entries in a layout's task-own entries: the watermark and each
-    source's progress (a reshard keeps the smallest, ``min``), each source's idle flag (kept
-    only where every old task had it, ``all``)."""
+    """:class:`EventTime`'s entries in a layout's task-own entries.
+
+    The watermark and each source's progress (a reshard keeps the smallest, ``min``), each
+    source's idle flag (kept only where every old task had it, ``all``).
+    """
     return (TaskEntries(namespace, MIN, b"\x00wm"), TaskEntries(namespace + b":", ALL, b"\x00id"))
 
 

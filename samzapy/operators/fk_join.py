@@ -1,5 +1,7 @@
-"""Foreign-key table-table join: a table keyed by A joined to a table keyed by B through a
-field of A's value (Kafka Streams' ``KTable.join(other, foreignKeyExtractor, joiner)``, KIP-213).
+"""Foreign-key table-table join.
+
+A table keyed by A joined to a table keyed by B through a field of A's value (Kafka Streams'
+``KTable.join(other, foreignKeyExtractor, joiner)``, KIP-213).
 
 The two tables are keyed differently, so they are not co-partitioned: the join runs in two
 halves that talk through two intermediate topics.
@@ -43,8 +45,10 @@ from samzapy.stores.base import KeyValueStore
 
 @dataclass(frozen=True, slots=True)
 class Subscription:
-    """Left key ``key`` (at ``version``) subscribes to ``foreign_key``; ``version=None``
-    unsubscribes it. Sent keyed by ``foreign_key`` to the right table's task."""
+    """Left key ``key`` (at ``version``) subscribes to ``foreign_key``; ``version=None`` unsubscribes it.
+
+    Sent keyed by ``foreign_key`` to the right table's task.
+    """
 
     foreign_key: Any
     key: Any
@@ -66,8 +70,11 @@ class Subscription:
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """The right value for ``version`` of left key ``key`` (``None``: no right value), and
-    the version of that right value (``None`` when absent). Sent keyed by ``key``."""
+    """A right side's answer to a subscription.
+
+    The right value for ``version`` of left key ``key`` (``None``: no right value), and the
+    version of that right value (``None`` when absent). Sent keyed by ``key``.
+    """
 
     key: Any
     version: int
@@ -90,8 +97,11 @@ class Response:
 
 @dataclass(frozen=True, slots=True)
 class LeftUpdate:
-    """What an update of the left table asks the task to send: the (un)subscriptions, in
-    order, and a change of the joined table to emit now (``None``: the response decides)."""
+    """What an update of the left table asks the task to send.
+
+    The (un)subscriptions, in order, and a change of the joined table to emit now (``None``: the
+    response decides).
+    """
 
     subscriptions: list[Subscription] = field(default_factory=list)
     change: TableChange | None = None
@@ -105,11 +115,13 @@ def state_layouts(
     foreign_key_serde: Serde | None = None,
     reshard_refusal: str | None = None,
 ) -> dict[str, Any]:
-    """How the join's stores read as data, for a task's ``state_layouts``: the subscription
-    store by foreign key, left key and version
+    """How the join's stores read as data, for a task's ``state_layouts``.
+
+    The subscription store by foreign key, left key and version
     (:class:`~samzapy.operators.fk_layout.ForeignKeySubscriptionLayout`); the left and right
-    tables are key-value stores of the job's serdes and need no entry. ``reshard_refusal``:
-    why a reshard must not move the state (e.g. versions that are input offsets)."""
+    tables are key-value stores of the job's serdes and need no entry. ``reshard_refusal``: why
+    a reshard must not move the state (e.g. versions that are input offsets).
+    """
     layout = ForeignKeySubscriptionLayout(namespace, key_serde, foreign_key_serde, reshard_refusal)
     return {subscription_store: layout}
 
@@ -175,8 +187,11 @@ class ForeignKeyLeft:
         return LeftUpdate(sends)
 
     def resolve(self, response: Response) -> TableChange | None:
-        """The change to emit for ``response``, or ``None`` when it answers a version of its
-        key that is no longer current (counted in ``fk-join-stale-responses``)."""
+        """The change to emit for ``response`` (``None``: a stale answer).
+
+        The change to emit for ``response``, or ``None`` when it answers a version of its key
+        that is no longer current (counted in ``fk-join-stale-responses``).
+        """
         entry = self._store.get(response.key)
         if entry is None or entry["version"] != response.version:
             if self._stale is not None:
@@ -219,8 +234,11 @@ class ForeignKeyRight:
         self._prefix = namespace + SUBSCRIPTION_TAG
 
     def subscribe(self, subscription: Subscription) -> Response | None:
-        """Record (or with ``version=None`` remove) a subscription; the response to send
-        (``None`` for an unsubscription: its left key has moved on and decides alone)."""
+        """Record (or with ``version=None`` remove) a subscription.
+
+        The response to send (``None`` for an unsubscription: its left key has moved on and
+        decides alone).
+        """
         index_key = self._index_prefix(subscription.foreign_key) + self._key_serde.to_bytes(subscription.key)
         if subscription.version is None:
             self._subscriptions.delete(index_key)
@@ -231,8 +249,10 @@ class ForeignKeyRight:
         return Response(subscription.key, subscription.version, value, version)
 
     def update(self, foreign_key: Any, value: Any, version: int) -> list[Response]:
-        """Set (``None``: delete) the right value of ``foreign_key``; the responses to send,
-        one per subscribed left key, in left-key byte order."""
+        """Set (``None``: delete) the right value of ``foreign_key``.
+
+        The responses to send, one per subscribed left key, in left-key byte order.
+        """
         self._table.put(foreign_key, None if value is None else {"version": version, "value": value})
         prefix = self._index_prefix(foreign_key)
         with self._subscriptions.range(prefix, key_prefix_end(prefix)) as entries:
@@ -244,9 +264,12 @@ class ForeignKeyRight:
         ]
 
     def response_id(self, origin: str, response: Response) -> str:
-        """An output id for ``response`` sent while processing ``origin`` (e.g.
+        """The output id of ``response``, stable across a crash for the same bytes.
+
+        An output id for ``response`` sent while processing ``origin`` (e.g.
         ``stream:partition:offset``) that names everything its bytes depend on, so that a
-        response re-sent after a crash has the same id only if it has the same bytes."""
+        response re-sent after a crash has the same id only if it has the same bytes.
+        """
         key = self._key_serde.to_bytes(response.key).hex()
         right = "-" if response.right_version is None else response.right_version
         return f"fkr:{origin}:{key}:{response.version}:{right}"

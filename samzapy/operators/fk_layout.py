@@ -1,5 +1,6 @@
-"""The subscription store of :class:`~samzapy.operators.fk_join.ForeignKeyRight`: its encoding
-and how it reads as data (a layout of :mod:`samzapy.operators.state_layout`).
+"""The subscription store of :class:`~samzapy.operators.fk_join.ForeignKeyRight`.
+
+Its encoding and how it reads as data (a layout of :mod:`samzapy.operators.state_layout`).
 
 ``namespace + SUBSCRIPTION_TAG + escape(foreign key) + left key`` -> ``version`` (8 bytes).
 :class:`ForeignKeySubscriptionLayout` shows them as ``kind='subscription'`` rows, ``key`` the
@@ -25,9 +26,10 @@ SUBSCRIPTION_TAG = b"\x00fk"
 
 @dataclass(frozen=True)
 class ForeignKeySubscriptionLayout:
-    """The subscription store with ``namespace`` (module doc). ``key_serde`` and
-    ``foreign_key_serde`` are the join's (default: string); the foreign key's bytes are its
-    partition key, as the subscription topic is keyed by them.
+    """The subscription store with ``namespace`` (module doc).
+
+    ``key_serde`` and ``foreign_key_serde`` are the join's (default: string); the foreign key's
+    bytes are its partition key, as the subscription topic is keyed by them.
 
     ``reshard_refusal``: why the job's state must not be resharded (a reshard stops with it
     before changing anything); ``None``: it may be.

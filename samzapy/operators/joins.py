@@ -18,8 +18,10 @@ Joiner = Callable[[Any, Any], Any]
 
 @dataclass(frozen=True, slots=True)
 class TableChange:
-    """A change of a joined table: ``value`` is the joined record, or ``None`` to retract
-    (delete) the key's joined record."""
+    """A change of a joined table.
+
+    ``value`` is the joined record, or ``None`` to retract (delete) the key's joined record.
+    """
 
     key: Any
     value: Any
@@ -77,8 +79,10 @@ class TableTableJoin:
         return held is not None and time_ms < self._time_of(held)
 
     def update_left(self, key: Any, value: Any, time_ms: int | None = None) -> TableChange | None:
-        """Set (or with ``None`` delete) the left value of ``key``; the change to emit (``None``
-        also for a stale update, which is ignored)."""
+        """Set (or with ``None`` delete) the left value of ``key``.
+
+        The change to emit (``None`` also for a stale update, which is ignored).
+        """
         if self.stale("left", key, time_ms):
             return None
         old = self._left.get(key)
@@ -87,8 +91,10 @@ class TableTableJoin:
         return self._change(key, (old, right), (value, right))
 
     def update_right(self, key: Any, value: Any, time_ms: int | None = None) -> TableChange | None:
-        """Set (or with ``None`` delete) the right value of ``key``; the change to emit (``None``
-        also for a stale update, which is ignored)."""
+        """Set (or with ``None`` delete) the right value of ``key``.
+
+        The change to emit (``None`` also for a stale update, which is ignored).
+        """
         if self.stale("right", key, time_ms):
             return None
         old = self._right.get(key)

@@ -1,4 +1,4 @@
-"""Order-preserving byte encodings for composite store keys.
+r"""Order-preserving byte encodings for composite store keys.
 
 Stores order keys by their bytes (as RocksDB does), so the operators encode composite keys
 such that byte order equals the order of the parts:
@@ -18,10 +18,10 @@ Two layouts are used throughout :mod:`samzapy.operators`:
 
 >>> encode_window_key(b"alice", 3_600_000) < encode_window_key(b"alice", 7_200_000)
 True
->>> encode_window_key(b"alice", 7_200_000) < encode_window_key(b"alice\\x00", 0)
+>>> encode_window_key(b"alice", 7_200_000) < encode_window_key(b"alice\x00", 0)
 True
->>> decode_window_key(encode_window_key(b"a\\x00b", -5))
-(b'a\\x00b', -5)
+>>> decode_window_key(encode_window_key(b"a\x00b", -5))
+(b'a\x00b', -5)
 """
 
 from __future__ import annotations
@@ -74,41 +74,41 @@ def decode_u64(data: bytes, offset: int = 0) -> int:
 
 
 def escape(key: bytes) -> bytes:
-    """``key`` made prefix-free, keeping byte order (see the module docstring).
+    r"""``key`` made prefix-free, keeping byte order (see the module docstring).
 
-    >>> escape(b"a\\x00b")
-    b'a\\x00\\xffb\\x00\\x01'
-    >>> escape(b"a") < escape(b"a\\x00") < escape(b"a\\x01") < escape(b"b")
+    >>> escape(b"a\x00b")
+    b'a\x00\xffb\x00\x01'
+    >>> escape(b"a") < escape(b"a\x00") < escape(b"a\x01") < escape(b"b")
     True
     """
     return key.replace(b"\x00", b"\x00\xff") + _TERMINATOR
 
 
 def unescape(data: bytes, offset: int = 0) -> tuple[bytes, int]:
-    """The key that :func:`escape` wrote at ``offset`` and the offset just after it.
+    r"""The key that :func:`escape` wrote at ``offset`` and the offset just after it.
 
-    >>> unescape(escape(b"x\\x00y") + b"rest")
-    (b'x\\x00y', 6)
+    >>> unescape(escape(b"x\x00y") + b"rest")
+    (b'x\x00y', 6)
     """
     end = data.index(_TERMINATOR, offset)
     return data[offset:end].replace(b"\x00\xff", b"\x00"), end + 2
 
 
 def key_prefix_end(escaped: bytes) -> bytes:
-    """The exclusive upper bound of every store key that starts with ``escaped``.
+    r"""The exclusive upper bound of every store key that starts with ``escaped``.
 
     ``escaped`` is an output of :func:`escape` (possibly after a namespace prefix).
 
     >>> key_prefix_end(escape(b"k"))
-    b'k\\x00\\x02'
+    b'k\x00\x02'
     """
     return escaped[:-1] + b"\x02"
 
 
 def prefix_end(prefix: bytes) -> bytes:
-    """The smallest byte string greater than every string that starts with ``prefix``.
+    r"""The smallest byte string greater than every string that starts with ``prefix``.
 
-    >>> prefix_end(b"ab"), prefix_end(b"a\\xff")
+    >>> prefix_end(b"ab"), prefix_end(b"a\xff")
     (b'ac', b'b')
 
     Raises:

@@ -19,9 +19,11 @@ IDS_TAG, GC_TAG, MAX_TAG = b"\x00ri", b"\x00rg", b"\x00rm"
 
 
 def registry_entries(namespace: bytes = b"") -> tuple[TaskEntries, ...]:
-    """:class:`JoinRegistry`'s entries in a layout's task-own entries: registered ids and their
-    GC index (a reshard copies them to every new task that may receive the old task's keys,
-    ``copy``), the largest time registered (``max``)."""
+    """:class:`JoinRegistry`'s entries in a layout's task-own entries.
+
+    Registered ids and their GC index (a reshard copies them to every new task that may receive
+    the old task's keys, ``copy``), the largest time registered (``max``).
+    """
     return (
         TaskEntries(namespace + IDS_TAG, COPY),
         TaskEntries(namespace + GC_TAG, COPY),
@@ -97,8 +99,10 @@ class JoinRegistry:
         return True
 
     def is_registered(self, event_id: str) -> bool:
-        """True when ``event_id`` is registered within the retention (Photon's dispatcher
-        looks ids up before joining, to skip work)."""
+        """True when ``event_id`` is registered within the retention.
+
+        Photon's dispatcher looks ids up before joining, to skip work.
+        """
         found = self._store.get(self._ids + event_id.encode())
         return found is not None and decode_ms(found) >= self.horizon
 

@@ -1,5 +1,6 @@
-"""Sliding windows (Kafka Streams' ``SlidingWindows``, KIP-450): a window per distinct set of
-records of a key that lie at most ``difference_ms`` apart.
+"""Sliding windows (Kafka Streams' ``SlidingWindows``, KIP-450).
+
+A window per distinct set of records of a key that lie at most ``difference_ms`` apart.
 
 A record at ``t`` defines its *left* window ``[t - d, t]`` (it is the window's last record)
 and, when another record of the key lies in ``(t, t + d + 1]``, its *right* window
@@ -57,8 +58,11 @@ Windows = dict[int, bytes]
 
 
 def pack(buckets: Buckets, windows: Windows) -> bytes:
-    """A key's state as bytes: ``b``/``w`` + time (8 bytes) + length (4) + aggregate, buckets
-    then windows, each by time (so the same state always has the same bytes)."""
+    """A key's state as bytes.
+
+    ``b``/``w`` + time (8 bytes) + length (4) + aggregate, buckets then windows, each by time
+    (so the same state always has the same bytes).
+    """
     parts = []
     for tag, entries in ((b"b", buckets), (b"w", windows)):
         for time_ms in sorted(entries):
@@ -172,8 +176,10 @@ class SlidingAggregation:
             self._store.put(self._x + encode_ms(t + self._d + 1) + escaped + encode_ms(t), b"")
 
     def _update_existing(self, windows: Windows, t: int, value: Any, bound: int) -> list[tuple[int, Any]]:
-        """Add the value to the key's open windows that hold ``t`` (start in [t - d, t]);
-        returns (start, aggregate) of each. A closed window not yet emitted is left as it is."""
+        """Add the value to the key's open windows that hold ``t`` (start in [t - d, t]).
+
+        Returns (start, aggregate) of each. A closed window not yet emitted is left as it is.
+        """
         agg, d = self._agg, self._d
         changed: list[tuple[int, Any]] = []
         for start in sorted(s for s in windows if t - d <= s <= t and s + d + 1 > bound):
@@ -185,8 +191,11 @@ class SlidingAggregation:
     def _create_new(
         self, buckets: Buckets, windows: Windows, escaped: bytes, t: int, bound: int
     ) -> list[tuple[int, Any]]:
-        """Create the windows ``t`` brings into being: its left window, its right window (when
-        a later record is near) and its predecessor's right window (which now holds ``t``)."""
+        """Create the windows ``t`` brings into being.
+
+        Its left window, its right window (when a later record is near) and its predecessor's
+        right window (which now holds ``t``).
+        """
         d = self._d
         near = sorted(b for b in buckets if t - d - 1 <= b <= t + d + 1)
         starts = {t - d}
@@ -220,8 +229,11 @@ class SlidingAggregation:
         return WindowResult(key, start, end, self._agg.result(acc), None, final=False, late=late)
 
     def close_due(self, limit: int | None = None) -> list[WindowResult]:
-        """Emit and purge the first ``limit`` closed windows (all with ``None``), ordered by
-        (end, key, start); drop the buckets no open window can need any more."""
+        """Emit and purge the first ``limit`` closed windows.
+
+        Emit and purge the first ``limit`` closed windows (all with ``None``), ordered by (end,
+        key, start); drop the buckets no open window can need any more.
+        """
         bound = self.closed_before()
         due = self._due(self._e, bound, limit)
         n, results = len(self._e), []
@@ -266,12 +278,14 @@ class SlidingAggregation:
             self._store.delete_all(due)
 
     def _due(self, prefix: bytes, bound: int, limit: int | None) -> list[bytes]:
-        """The first ``limit`` keys of the time-first index ``prefix`` due at ``bound``; the
-        caller deletes them all. The scan starts where the last one ended (as
-        :meth:`WindowedAggregation._due <samzapy.operators.windows.WindowedAggregation>`
-        does, for the same reason: deleted entries stay as RocksDB tombstones until
-        compaction): nothing is written behind the bound again, since a new window or bucket
-        that would be due already is late."""
+        """The first ``limit`` keys of the time-first index ``prefix`` due at ``bound``.
+
+        The caller deletes them all. The scan starts where the last one ended (as
+        :meth:`WindowedAggregation._due <samzapy.operators.windows.WindowedAggregation>` does,
+        for the same reason: deleted entries stay as RocksDB tombstones until compaction):
+        nothing is written behind the bound again, since a new window or bucket that would be
+        due already is late.
+        """
         end = until_inclusive(prefix, bound)
         start = self._scan_from.get(prefix, prefix)
         if start >= end:

@@ -1,4 +1,4 @@
-"""How a store's entries read as rows, and which key (hence which task) each entry belongs to.
+r"""How a store's entries read as rows, and which key (hence which task) each entry belongs to.
 
 A store holds bytes. A *layout* turns one stored entry into the readable columns of
 :func:`samzapy.spark.state_data.read_state`, and names its *partition key*: the bytes the job's
@@ -34,10 +34,10 @@ Every decoded row is a dict of :data:`ROW_FIELDS`; keys and values are shown wit
 people-facing codec (:mod:`samzapy.store_codec`), and the JSON texts become typed columns on
 the Spark driver.
 
->>> layout = TaskStateLayout(own=(TaskEntries(b"\\x00late", SUM),))
->>> layout.decode(b"\\x00late", b"\\x00\\x00")["kind"], layout.partition_key(b"\\x00late", b"")
+>>> layout = TaskStateLayout(own=(TaskEntries(b"\x00late", SUM),))
+>>> layout.decode(b"\x00late", b"\x00\x00")["kind"], layout.partition_key(b"\x00late", b"")
 ('internal', None)
->>> layout.merge_rule(b"\\x00late", b""), layout.merge_rule(b"\\x00other", b"") is None
+>>> layout.merge_rule(b"\x00late", b""), layout.merge_rule(b"\x00other", b"") is None
 ('sum', True)
 """
 
@@ -67,8 +67,11 @@ class Layout(Protocol):
     """What every layout does (the classes here and the operators' layouts)."""
 
     def decode(self, key: bytes, value: bytes, following: bytes | None = None) -> dict[str, Any]:
-        """The row of one entry (:data:`ROW_FIELDS`); ``following`` is the store key after it
-        in the store's order (``None``: it is the last), for layouts whose rows depend on it."""
+        """The row of one entry (:data:`ROW_FIELDS`).
+
+        ``following`` is the store key after it in the store's order (``None``: it is the last),
+        for layouts whose rows depend on it.
+        """
         ...
 
     def partition_key(self, key: bytes, value: bytes) -> bytes | None:
@@ -76,8 +79,10 @@ class Layout(Protocol):
         ...
 
     def merge_rule(self, key: bytes, value: bytes) -> str | None:
-        """For an entry without a partition key, how a reshard combines it (one of
-        :data:`MERGE_RULES`); ``None``: it cannot be combined (the reshard refuses)."""
+        """For an entry without a partition key, how a reshard combines it (one of :data:`MERGE_RULES`).
+
+        ``None``: it cannot be combined (the reshard refuses).
+        """
         ...
 
 
@@ -91,10 +96,12 @@ class PartLayout(Layout, Protocol):
 
 @dataclass(frozen=True)
 class TaskEntries:
-    """Task-own entries of a store: the keys that start with ``prefix`` and end with
-    ``suffix``, combined by a reshard with ``rule`` (one of :data:`MERGE_RULES`).
+    r"""Task-own entries of a store.
 
-    >>> TaskEntries(b"et", MIN, b"\\x00wm").matches(b"et:clicks\\x00wm")
+    The keys that start with ``prefix`` and end with ``suffix``, combined by a reshard with
+    ``rule`` (one of :data:`MERGE_RULES`).
+
+    >>> TaskEntries(b"et", MIN, b"\x00wm").matches(b"et:clicks\x00wm")
     True
     """
 
@@ -117,8 +124,11 @@ def rule_of(entries: tuple[TaskEntries, ...], key: bytes) -> str | None:
 
 
 def record_row(kind: str, key: Any, body: Any) -> dict[str, Any]:
-    """The row (:data:`ROW_FIELDS`) of an entry of ``kind`` shown as ``key`` and ``body``
-    (a dict: its fields become columns)."""
+    """The row of an entry of ``kind`` shown as ``key`` and ``body``.
+
+    The row (:data:`ROW_FIELDS`) of an entry of ``kind`` shown as ``key`` and ``body`` (a dict:
+    its fields become columns).
+    """
     return {
         "kind": kind,
         "key_json": to_json(key),
@@ -134,8 +144,10 @@ def unknown_row(key: bytes, value: bytes) -> dict[str, Any]:
 
 
 def decode_with(serde: Serde | None, data: bytes) -> Any:
-    """``data`` decoded with ``serde``; the bytes themselves without one or when it fails
-    (shown as ``{"$base64": ...}``: the raw columns hold them exactly)."""
+    """``data`` decoded with ``serde``; the bytes themselves without one or when it fails.
+
+    Shown as ``{"$base64": ...}``: the raw columns hold them exactly.
+    """
     return decode(serde, data, say_why=False)
 
 
@@ -182,10 +194,12 @@ class KeyValueLayout:
 
 @dataclass(frozen=True)
 class TaskStateLayout:
-    """A store of a task's own state (watermarks, registries of ids): every entry is
-    ``kind='internal'`` with its key and value as escaped text, and belongs to no key. ``own``
-    says how a reshard combines the entries; an entry it does not name makes a reshard
-    refuse rather than guess."""
+    """A store of a task's own state (watermarks, registries of ids).
+
+    Every entry is ``kind='internal'`` with its key and value as escaped text, and belongs to no
+    key. ``own`` says how a reshard combines the entries; an entry it does not name makes a
+    reshard refuse rather than guess.
+    """
 
     own: tuple[TaskEntries, ...] = ()
 
@@ -204,8 +218,11 @@ class TaskStateLayout:
 
 @dataclass(frozen=True)
 class SharedLayout:
-    """Several operators in one store: each entry is read by the first of ``parts`` that
-    claims it (an entry none claims: ``kind='internal'``, and a reshard refuses it)."""
+    """Several operators in one store.
+
+    Each entry is read by the first of ``parts`` that claims it (an entry none claims:
+    ``kind='internal'``, and a reshard refuses it).
+    """
 
     parts: tuple[PartLayout, ...]
 
@@ -244,7 +261,8 @@ def _encode(serde: Serde | None, obj: Any, what: str) -> bytes:
     try:
         return serde.to_bytes(obj)
     except SerdeError as exc:
-        raise SerdeError(f"{what} {obj!r}: {exc}") from exc
+        msg = f"{what} {obj!r}: {exc}"
+        raise SerdeError(msg) from exc
 
 
 def _call_hook(spec: str, key: Any) -> bytes:
@@ -255,9 +273,11 @@ def _call_hook(spec: str, key: Any) -> bytes:
 
 
 def layout_for(config: Config, job: JobConfig, store: StoreConfig) -> Layout:
-    """The layout of ``store``: the task class's ``state_layouts`` entry, else a versioned
-    table's (namespace ``b""``, as ``context.get_versioned_store`` has by default), else
-    key-value."""
+    """The layout of ``store``.
+
+    The task class's ``state_layouts`` entry, else a versioned table's (namespace ``b""``, as
+    ``context.get_versioned_store`` has by default), else key-value.
+    """
     from samzapy.config import resolve_task_class
     from samzapy.operators.versioned_layout import VersionedLayout  # it imports this module
 

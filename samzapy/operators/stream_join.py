@@ -183,8 +183,11 @@ class StreamStreamJoin:
         return self._result(key, None, value, None, time_ms, None, record_id)
 
     def expire(self) -> list[JoinResult]:
-        """Delete the records whose window has closed at the current watermark; the unmatched
-        ones of a left/outer join, in (close time, side, key, time, record id) order."""
+        """Delete the records whose window has closed at the current watermark.
+
+        The unmatched ones of a left/outer join, in (close time, side, key, time, record id)
+        order.
+        """
         upper = until_inclusive(b"", self._watermark.current - 1)
         with self._expiry.range(encode_ms(MIN_MS), upper) as entries:
             due = [e.key for e in entries]

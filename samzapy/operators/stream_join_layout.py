@@ -1,5 +1,7 @@
-"""How the stores of :class:`~samzapy.operators.stream_join.StreamStreamJoin` read as data
-(layouts of :mod:`samzapy.operators.state_layout`); the encoding is the join's:
+"""The state layouts of the stream-stream join's stores.
+
+How the stores of :class:`~samzapy.operators.stream_join.StreamStreamJoin` read as data (layouts
+of :mod:`samzapy.operators.state_layout`); the encoding is the join's:
 
 * a side store: ``escape(key) + time + record_id`` -> ``flag + encoded value``
   (:data:`MATCHED`: the record has matched);

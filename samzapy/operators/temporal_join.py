@@ -1,6 +1,7 @@
-"""The event-time stream-table join (Kafka Streams KIP-914): each stream record is joined with
-the table value that was valid at the record's event time, from a
-:class:`~samzapy.stores.versioned.VersionedStore`.
+"""The event-time stream-table join (Kafka Streams KIP-914).
+
+Each stream record is joined with the table value that was valid at the record's event time,
+from a :class:`~samzapy.stores.versioned.VersionedStore`.
 
 A stream record at ``t`` waits in a buffer until the table's event-time progress (the largest
 update time seen) minus ``grace_ms`` has reached ``t`` (or the table stream has ended): by
@@ -42,10 +43,13 @@ RELEASE_BATCH = 10_000
 def state_layouts(
     table_store: str, buffer_store: str, *, table_namespace: bytes = b"", buffer_namespace: bytes = b""
 ) -> dict[str, Any]:
-    """How the join's stores read as data and move in a reshard, for a task's
-    ``state_layouts``: the versioned table (:class:`~samzapy.operators.versioned_layout.VersionedLayout`)
-    and the buffer of waiting records (:class:`~samzapy.operators.temporal_layout.TemporalBufferLayout`);
-    one :class:`~samzapy.operators.state_layout.SharedLayout` when both live in one store."""
+    """How the join's stores read as data and move in a reshard, for a task's ``state_layouts``.
+
+    The versioned table (:class:`~samzapy.operators.versioned_layout.VersionedLayout`) and the
+    buffer of waiting records
+    (:class:`~samzapy.operators.temporal_layout.TemporalBufferLayout`); one
+    :class:`~samzapy.operators.state_layout.SharedLayout` when both live in one store.
+    """
     table, buffer = VersionedLayout(table_namespace), TemporalBufferLayout(buffer_namespace)
     if table_store == buffer_store:
         return {table_store: SharedLayout((table, buffer))}
@@ -54,8 +58,11 @@ def state_layouts(
 
 @dataclass(frozen=True, slots=True)
 class TemporalResult:
-    """A released stream record: its ``key``, ``ref``, event time, and the joined value
-    (``None`` for an inner join without a table value at that time: drop or count it)."""
+    """A released stream record.
+
+    Its ``key``, ``ref``, event time, and the joined value (``None`` for an inner join without a
+    table value at that time: drop or count it).
+    """
 
     key: bytes
     ref: bytes

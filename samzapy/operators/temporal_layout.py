@@ -1,5 +1,6 @@
-"""The buffer of an :class:`~samzapy.operators.temporal_join.EventTimeStreamTableJoin`: its
-encoding (the tags the join writes under) and how it reads as data (a layout of
+"""The buffer of an :class:`~samzapy.operators.temporal_join.EventTimeStreamTableJoin`.
+
+Its encoding (the tags the join writes under) and how it reads as data (a layout of
 :mod:`samzapy.operators.state_layout`).
 
 * ``namespace + BUFFER_TAG + t + ref`` -> JSON ``[key (hex), stream value]``: waiting stream
@@ -59,6 +60,9 @@ class TemporalBufferLayout:
         return bytes.fromhex(orjson.loads(value)[0])
 
     def merge_rule(self, key: bytes, value: bytes) -> str | None:
-        """``all`` for the end flag: a new task's table has ended only if every old task
-        whose keys it may receive had seen the end."""
+        """``all`` for the end flag.
+
+        A new task's table has ended only if every old task whose keys it may receive had seen
+        the end.
+        """
         return ALL if key == self.namespace + ENDED_TAG else None

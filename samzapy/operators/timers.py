@@ -31,8 +31,10 @@ class Timer:
 
 
 class TimerService:
-    """Event-time timers (due when the watermark reaches their time) and processing-time
-    timers (due when the wall clock does), in a ``KeyValueStore[bytes, bytes]``.
+    """Event-time and processing-time timers in a bytes store.
+
+    Event-time timers (due when the watermark reaches their time) and processing-time timers
+    (due when the wall clock does), in a ``KeyValueStore[bytes, bytes]``.
 
     Promises:
         * A timer is identified by (domain, time, key): setting it again replaces its payload.

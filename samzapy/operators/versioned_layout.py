@@ -1,4 +1,6 @@
-"""How a :class:`~samzapy.stores.versioned.VersionedStore` (the table of the event-time
+r"""The state layout of a versioned table store.
+
+How a :class:`~samzapy.stores.versioned.VersionedStore` (the table of the event-time
 stream-table join) reads as data: a layout of :mod:`samzapy.operators.state_layout` over the
 store's own encoding (:data:`~samzapy.stores.versioned.VERSION_TAG`,
 :data:`~samzapy.stores.versioned.TIME_TAG`).
@@ -11,7 +13,7 @@ progress, combined by a reshard as a watermark is (``min``).
 >>> from samzapy.operators.key_encoding import encode_ms, escape
 >>> key = VERSION_TAG + escape(b"k") + encode_ms(10)
 >>> later = VERSION_TAG + escape(b"k") + encode_ms(20)
->>> row = VersionedLayout().decode(key, b"\\x01" + b'"v1"', following=later)
+>>> row = VersionedLayout().decode(key, b"\x01" + b'"v1"', following=later)
 >>> row["value_json"]
 '{"valid_from":10,"valid_to":20,"deleted":false,"value":"v1"}'
 """
@@ -29,9 +31,11 @@ from samzapy.stores.versioned import TIME_TAG, VERSION_TAG
 
 @dataclass(frozen=True)
 class VersionedLayout:
-    """A versioned store with ``namespace`` (module doc). Keys are the bytes the task passed
-    (their partition key: a task passes its message keys' bytes); values the JSON the store
-    encodes by default."""
+    """A versioned store with ``namespace`` (module doc).
+
+    Keys are the bytes the task passed (their partition key: a task passes its message keys'
+    bytes); values the JSON the store encodes by default.
+    """
 
     namespace: bytes = b""
 
@@ -67,8 +71,11 @@ class VersionedLayout:
 
 
 def _next_version_from(key_prefix: bytes, following: bytes | None) -> int | None:
-    """The time of ``following`` when it is the next version of the same key (its prefix,
-    then 8 bytes of time), else ``None``."""
+    """The time of ``following`` if it is the next version of the same key.
+
+    The time of ``following`` when it is the next version of the same key (its prefix, then 8
+    bytes of time), else ``None``.
+    """
     if following is None or len(following) != len(key_prefix) + 8 or not following.startswith(key_prefix):
         return None
     return decode_ms(following, len(key_prefix))

@@ -10,13 +10,15 @@ _KEY = b"\x00wm"
 
 
 def watermark_entries(namespace: bytes = b"") -> tuple[TaskEntries, ...]:
-    """A :class:`Watermark`'s entry in a layout's task-own entries: a reshard keeps the
-    smallest of the old tasks' watermarks (``min``)."""
+    """A :class:`Watermark`'s entry in a layout's task-own entries.
+
+    A reshard keeps the smallest of the old tasks' watermarks (``min``).
+    """
     return (TaskEntries(namespace + _KEY, MIN),)
 
 
 class Watermark:
-    """The low watermark of one task: max event time seen minus the allowed lateness.
+    r"""The low watermark of one task: max event time seen minus the allowed lateness.
 
     Promises:
         * ``current`` never decreases, across restarts too: every advance is written to the
@@ -28,7 +30,7 @@ class Watermark:
         * Before any event, ``current`` is :data:`~samzapy.operators.key_encoding.MIN_MS`.
 
     The store is a ``KeyValueStore[bytes, bytes]``; the watermark uses one key
-    (``namespace + b"\\x00wm"``), so it may share a store with other operators given
+    (``namespace + b"\x00wm"``), so it may share a store with other operators given
     distinct namespaces.
     """
 
@@ -52,8 +54,10 @@ class Watermark:
         return self.advance_to(event_time_ms - self.allowed_lateness_ms)
 
     def advance_to(self, time_ms: int) -> bool:
-        """Move the watermark to ``time_ms`` if that is later (e.g. for an idle input);
-        True when it advanced. Never moves it back."""
+        """Move the watermark to ``time_ms`` if that is later (e.g. for an idle input); True when it advanced.
+
+        Never moves it back.
+        """
         if time_ms <= self.current:
             return False
         self.current = time_ms
@@ -65,8 +69,10 @@ class Watermark:
         return event_time_ms < self.current
 
     def has_passed(self, end_ms: int) -> bool:
-        """True when the watermark has reached ``end_ms`` (an exclusive end): a window or
-        join interval ending there is complete."""
+        """True when the watermark has reached ``end_ms`` (an exclusive end).
+
+        A window or join interval ending there is complete.
+        """
         return end_ms <= self.current
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""Where :class:`~samzapy.operators.windows.WindowedAggregation` keeps its windows in a store.
+r"""Where :class:`~samzapy.operators.windows.WindowedAggregation` keeps its windows in a store.
 
 Fixed windows (tumbling and hopping) have one entry each, time-first::
 
@@ -27,17 +27,17 @@ early-firing markers ``kind='early_marker'`` (the marked window, no aggregate); 
 bookkeeping (watermarks, dedup sequences, counters) ``kind='internal'`` rows with the stored
 key and value escaped as text.
 
->>> k = fixed_key(b"\\x00wt", 7_200_000, b"alice", 3_600_000)
+>>> k = fixed_key(b"\x00wt", 7_200_000, b"alice", 3_600_000)
 >>> decode_fixed_key(k, 3)
 (b'alice', 3600000, 7200000)
 >>> from samzapy.operators.state_layout import SUM, TaskEntries
->>> layout = WindowLayout(b"cw", own=(TaskEntries(b"\\x00late", SUM),))
->>> row = layout.decode(fixed_key(b"cw\\x00wt", 7_200_000, b"ann", 3_600_000), b"3")
+>>> layout = WindowLayout(b"cw", own=(TaskEntries(b"\x00late", SUM),))
+>>> row = layout.decode(fixed_key(b"cw\x00wt", 7_200_000, b"ann", 3_600_000), b"3")
 >>> row["kind"], row["key_json"], row["window_start"], row["window_end"], row["value_json"]
 ('window', '"ann"', 3600000, 7200000, '3')
->>> layout.partition_key(fixed_key(b"cw\\x00wt", 7_200_000, b"ann", 3_600_000), b"3")
+>>> layout.partition_key(fixed_key(b"cw\x00wt", 7_200_000, b"ann", 3_600_000), b"3")
 b'ann'
->>> layout.merge_rule(b"\\x00late", b"")
+>>> layout.merge_rule(b"\x00late", b"")
 'sum'
 """
 
@@ -61,8 +61,10 @@ MIGRATE_BATCH = 10_000
 
 
 def fixed_key(prefix: bytes, end: int, key: bytes, start: int) -> bytes:
-    """The store key of the fixed window ``[start, end)`` of ``key`` under ``prefix``
-    (``namespace + FIXED_TAG``)."""
+    """The store key of the fixed window ``[start, end)`` of ``key`` under ``prefix``.
+
+    ``prefix`` is ``namespace + FIXED_TAG``.
+    """
     return prefix + encode_ms(end) + escape(key) + encode_ms(start)
 
 
@@ -74,8 +76,9 @@ def decode_fixed_key(stored: bytes, prefix_length: int) -> tuple[bytes, int, int
 
 
 def migrate_fixed(store: KeyValueStore[bytes, bytes], namespace: bytes) -> int:
-    """Move fixed windows stored in the session layout (samzapy before round 3) to the fixed
-    layout; returns how many were moved (0, after one seek, for a store that has none).
+    """Move fixed windows stored in the session layout (samzapy before round 3) to the fixed layout.
+
+    Returns how many were moved (0, after one seek, for a store that has none).
 
     Each batch is one ``put_all`` (one WriteBatch, atomic), so a crash part-way leaves every
     window in exactly one of the two layouts, and the next start moves the rest. Index
@@ -105,10 +108,12 @@ def _first(store: KeyValueStore[bytes, bytes], prefix: bytes, limit: int) -> lis
 
 @dataclass(frozen=True)
 class WindowLayout:
-    """A :class:`~samzapy.operators.windows.WindowedAggregation` store with ``namespace``
-    (module doc); aggregates are the JSON the default aggregators encode. ``own`` names the
-    task's own entries that share the store (watermarks, sequences, counters: the operators'
-    ``*_entries`` helpers) and how a reshard combines them."""
+    """A :class:`~samzapy.operators.windows.WindowedAggregation` store with ``namespace`` (module doc).
+
+    Aggregates are the JSON the default aggregators encode. ``own`` names the task's own entries
+    that share the store (watermarks, sequences, counters: the operators' ``*_entries`` helpers)
+    and how a reshard combines them.
+    """
 
     namespace: bytes
     own: tuple[TaskEntries, ...] = ()

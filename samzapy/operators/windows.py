@@ -60,8 +60,9 @@ class TumblingWindows:
 
 @dataclass(frozen=True, slots=True)
 class HoppingWindows:
-    """Windows of ``size_ms`` starting every ``advance_ms``; an event is in every window that
-    covers it, returned by ascending start.
+    """Windows of ``size_ms`` starting every ``advance_ms``.
+
+    An event is in every window that covers it, returned by ascending start.
 
     >>> HoppingWindows(10, 5).assign(12)
     [(5, 15), (10, 20)]
@@ -91,10 +92,12 @@ class HoppingWindows:
 
 @dataclass(frozen=True, slots=True)
 class SessionWindows:
-    """Sessions of activity: an event at ``t`` covers ``[t, t + gap)`` and overlapping
-    sessions of a key merge, so a session is ``[first event, last event + gap)`` and two
-    events are in the same session when less than ``gap_ms`` separates them (directly or
-    through events between them)."""
+    """Sessions of activity.
+
+    An event at ``t`` covers ``[t, t + gap)`` and overlapping sessions of a key merge, so a
+    session is ``[first event, last event + gap)`` and two events are in the same session when
+    less than ``gap_ms`` separates them (directly or through events between them).
+    """
 
     gap_ms: int
 
@@ -107,8 +110,10 @@ Assigner = TumblingWindows | HoppingWindows | SessionWindows
 
 @dataclass(slots=True)
 class WindowResult:
-    """An emitted window (read-only by convention: not frozen, because a frozen dataclass's
-    ``__init__`` was a measurable share of emitting many windows).
+    """An emitted window.
+
+    Read-only by convention: not frozen, because a frozen dataclass's ``__init__`` was a
+    measurable share of emitting many windows.
 
     Attributes:
         key: the window's key.
@@ -243,7 +248,8 @@ class WindowedAggregation:
 
         ``closed_before`` (tumbling and hopping windows): for this event, windows ending at or
         before it count as closed too, e.g. a bound from the event's own source, so that which
-        windows take it does not depend on how far the watermark happened to be."""
+        windows take it does not depend on how far the watermark happened to be.
+        """
         if self._session:
             return self._add_session(key, event_time_ms, value, self._assigner.gap_ms)  # type: ignore[union-attr]
         bound = self._watermark.current - self._grace
@@ -293,8 +299,11 @@ class WindowedAggregation:
         return WindowResult(key, start, end, self._agg.result(acc), None, final=False, late=late)
 
     def fire_early(self, now_ms: int) -> list[WindowResult]:
-        """The changed open windows' current values every ``early_fire_ms`` of processing
-        time (:class:`~samzapy.operators.emission.EarlyFiring`); ``[]`` without it."""
+        """The early firings due now (``[]`` without early firing).
+
+        The changed open windows' current values every ``early_fire_ms`` of processing time
+        (:class:`~samzapy.operators.emission.EarlyFiring`); ``[]`` without it.
+        """
         return [] if self._early is None else self._early.fire(now_ms)
 
     def _read_window(self, suffix: bytes) -> WindowResult | None:
@@ -375,8 +384,9 @@ class WindowedAggregation:
                 return results
 
     def _due(self, prefix: bytes, limit: int | None) -> list[tuple[bytes, bytes]]:
-        """The first ``limit`` entries under the time-first ``prefix`` that are due; the
-        caller deletes every one of them.
+        """The first ``limit`` entries under the time-first ``prefix`` that are due.
+
+        The caller deletes every one of them.
 
         The scan starts where the last one ended, not at the smallest time: the closed
         windows' deletes stay in RocksDB as tombstones until compaction, and a seek to the
@@ -413,8 +423,7 @@ class WindowedAggregation:
         return results
 
     def _close_sessions(self, limit: int | None) -> tuple[list[WindowResult], int]:
-        """Emit and purge the first ``limit`` due session index entries; (results, entries
-        scanned)."""
+        """Emit and purge the first ``limit`` due session index entries; (results, entries scanned)."""
         prefix = self._iprefix
         due = [index_key for index_key, _ in self._due(prefix, limit)]
         if not due:
@@ -439,8 +448,10 @@ class WindowedAggregation:
         return results, len(due)
 
     def open_windows(self, key: bytes) -> list[WindowResult]:
-        """The windows of ``key`` still in the store, by start (current values, ``final=False``;
-        may include closed windows not yet purged by :meth:`close_due`).
+        """The windows of ``key`` still in the store, by start.
+
+        Current values, ``final=False``; may include closed windows not yet purged by
+        :meth:`close_due`.
 
         For tumbling and hopping windows this scans every window in the store (the layout is
         time-first): meant for tests and tools, not for the per-event path.

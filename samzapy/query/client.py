@@ -152,7 +152,8 @@ def _json(data: bytes) -> dict[str, Any]:
 
 def _checked(status: int, body: dict[str, Any]) -> dict[str, Any]:
     if status != 200:
-        raise StateQueryError(f"query failed ({status}): {body.get('error')}", status, body)
+        msg = f"query failed ({status}): {body.get('error')}"
+        raise StateQueryError(msg, status, body)
     return body
 
 

@@ -126,7 +126,8 @@ class QueryService:
             if parts == ["stores"]:
                 return self.index()
             if len(parts) < 3 or parts[0] != "stores":
-                raise QueryError(f"unknown path '{clip(parsed.path)}': see /stores", 404)
+                msg = f"unknown path '{clip(parsed.path)}': see /stores"
+                raise QueryError(msg, 404)
             store = urllib.parse.unquote(parts[1])
             if parts[2] == "keys" and len(parts) >= 4:
                 key = urllib.parse.unquote("/".join(parts[3:]))
@@ -135,11 +136,11 @@ class QueryService:
                 return self.range(store, params)
             if parts[2:] == ["partitions"]:
                 return self.partitions(store)
-            raise QueryError(
+            msg = (
                 f"unknown path '{clip(parsed.path)}': use /stores/{store}/keys/<key>, /stores/{store}/range "
-                f"or /stores/{store}/partitions",
-                404,
+                f"or /stores/{store}/partitions"
             )
+            raise QueryError(msg, 404)
         except QueryError as error:
             return Answer(error.status, {"error": str(error), "container": self.container_id})
         except StorageFailure as error:  # a damaged store: an error, never a partial answer
@@ -149,9 +150,8 @@ class QueryService:
         codec = self._codecs.get(store)
         if codec is None:
             known = ", ".join(sorted(self._codecs)) or "none"
-            raise QueryError(
-                f"store '{clip(store)}' is not a store of job '{self.job.job_name}' (stores: {known})", 404
-            )
+            msg = f"store '{clip(store)}' is not a store of job '{self.job.job_name}' (stores: {known})"
+            raise QueryError(msg, 404)
         return codec
 
     # ----------------------------------------------------------------- endpoints

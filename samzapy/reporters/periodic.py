@@ -48,7 +48,8 @@ def registry_snapshot(registry: MetricsRegistry) -> dict[str, dict[str, Any]]:
         except RuntimeError:
             if attempt == _SNAPSHOT_ATTEMPTS - 1:
                 raise
-    raise AssertionError("unreachable")
+    msg = "unreachable"
+    raise AssertionError(msg)
 
 
 @dataclass(frozen=True)

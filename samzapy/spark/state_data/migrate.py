@@ -91,7 +91,8 @@ def migrate_avro_schema(
 
     _, job = job_of(config)
     if store not in job.stores:
-        raise SparkJobError(f"store '{store}' is not in the config: its stores are {', '.join(job.stores)}")
+        msg = f"store '{store}' is not in the config: its stores are {', '.join(job.stores)}"
+        raise SparkJobError(msg)
     name = job.stores[store].msg_serde
     spec = job.serializers.get(name) if name else None
     if spec is None or spec.kind != "avro" or spec.schema_path is None:
@@ -140,4 +141,5 @@ class _Migrator:
                 return None
             return self.encode.to_bytes(new) if self.encode else bytes(new)
         except SerdeError as exc:
-            raise SparkJobError(f"migrating key {key!r}: {exc}") from exc
+            msg = f"migrating key {key!r}: {exc}"
+            raise SparkJobError(msg) from exc

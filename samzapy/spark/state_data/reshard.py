@@ -98,7 +98,8 @@ def reshard(
 
     started = time.perf_counter()
     if partitions < 1:
-        raise SparkJobError(f"--partitions {partitions}: a job needs at least 1 task")
+        msg = f"--partitions {partitions}: a job needs at least 1 task"
+        raise SparkJobError(msg)
     raw_config, job = job_of(config)
     stores = _logged_stores(job)
     layouts = {s.name: layout_for(raw_config, job, s) for s in stores}
@@ -119,9 +120,8 @@ def reshard(
         from samzapy.spark.session import executor_error
 
         shutil.rmtree(staging, ignore_errors=True)
-        raise SparkJobError(
-            f"reshard: nothing changed; reading the state failed: {executor_error(exc)}"
-        ) from exc
+        msg = f"reshard: nothing changed; reading the state failed: {executor_error(exc)}"
+        raise SparkJobError(msg) from exc
     read_s = time.perf_counter() - started
     try:
         _recreate_changelogs(servers, stores, partitions)  # step 3
@@ -159,7 +159,8 @@ def _logged_stores(job: JobConfig) -> list[StoreConfig]:
 
     stores = [s for s in job.stores.values() if s.changelog is not None]
     if not stores:
-        raise SparkJobError("the job has no logged store (stores.<name>.changelog): nothing to reshard")
+        msg = "the job has no logged store (stores.<name>.changelog): nothing to reshard"
+        raise SparkJobError(msg)
     for store in stores:
         check_ingestible(store, ttl_ok=True)
     for store in job.stores.values():
@@ -174,7 +175,8 @@ def _check_layouts(layouts: dict[str, Any]) -> None:
         # only some layouts have a refusal (ForeignKeySubscriptionLayout, SharedLayout)
         refusal = getattr(layout, "reshard_refusal", None)
         if refusal:
-            raise SparkJobError(f"store '{name}' cannot be resharded: {refusal}. Nothing was changed")
+            msg = f"store '{name}' cannot be resharded: {refusal}. Nothing was changed"
+            raise SparkJobError(msg)
 
 
 def _old_task_count(servers: str, stores: list[StoreConfig]) -> int:
@@ -253,7 +255,8 @@ def _recreate_changelogs(servers: str, stores: list[StoreConfig], partitions: in
             deadline = time.monotonic() + 30
             while admin.partition_count(topic) is not None:  # deletion is asynchronous on Kafka
                 if time.monotonic() > deadline:
-                    raise SparkJobError(f"changelog topic '{topic}' was deleted but still exists after 30s")
+                    msg = f"changelog topic '{topic}' was deleted but still exists after 30s"
+                    raise SparkJobError(msg)
                 time.sleep(0.2)
             admin.ensure_topic(topic, partitions, compact=True, expect_partitions=partitions)
             log.info("changelog %s recreated with %d partitions", topic, partitions)

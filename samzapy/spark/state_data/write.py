@@ -210,7 +210,8 @@ def rewrite_partitions(
         rows = ordered.mapInArrow(writer, RESULT_SCHEMA).collect()
     except Exception as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        raise SparkJobError(f"the state write failed: {executor_error(exc)}") from exc
+        msg = f"the state write failed: {executor_error(exc)}"
+        raise SparkJobError(msg) from exc
     targets = [_Target(s, p, None) for s in stores for p in range(tasks)]
     try:
         stats = WriteStats(_ingest(targets, rows, base_dir, "shared", staging))
