@@ -261,8 +261,8 @@ def render(plan: Plan, source_name: str, app_spec: str | None) -> list[Property]
     put("task.inputs", ",".join(f"kafka.{t}" for t in plan.inputs))
     if plan.timers:
         put("task.window.ms", 1000)
+    # Only the consumer's: the producer takes it unless set, so one --config changes both.
     put("systems.kafka.consumer.bootstrap.servers", app.broker)
-    put("systems.kafka.producer.bootstrap.servers", app.broker)
     put("systems.kafka.samza.key.serde", "string")
     put("systems.kafka.samza.msg.serde", "json")
     put("systems.kafka.samza.offset.default", "oldest")
