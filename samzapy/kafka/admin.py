@@ -71,15 +71,24 @@ def retry_unreachable(
                 )
                 raise KafkaSystemError(msg) from exc
             pause = min(backoff, left)
+            # the first line also says what to do: a broker that is really gone is said once
+            # with the fix, then one short line per attempt
+            fix = (
+                " (check that it runs and that bootstrap.servers points at it; for the dev broker: "
+                "samzapy broker start)"
+                if attempt == 1
+                else ""
+            )
             log.warning(
                 "Kafka broker at %s unreachable while trying to %s (attempt %d: %s); retrying in "
-                "%.2f s, giving up in %.0f s",
+                "%.2f s, giving up in %.0f s%s",
                 address,
                 what,
                 attempt,
                 exc,
                 pause,
                 left,
+                fix,
             )
             if stopping.wait(pause) or stopping.stop_reason():
                 plural = "s" if attempt > 1 else ""
