@@ -471,13 +471,15 @@ class Stream:
         """Send every record to ``topic`` (created when missing), with the stream's serdes
         unless given."""
         where = _caller()
+        value_serde = serde_name(value, "value") or self.node.value_serde
+        _check_value_serde(self.node, value_serde, topic, where)
         return self._then(
             "to",
             where,
             args={
                 "topic": topic,
                 "key_serde": serde_name(key, "key") or self.node.key_serde,
-                "value_serde": serde_name(value, "value") or self.node.value_serde,
+                "value_serde": value_serde,
             },
         )
 
@@ -544,6 +546,31 @@ class GlobalTable:
     def __init__(self, app: App, node: Node) -> None:
         self.app = app
         self.node = node
+
+
+#: Stages that pass values on unchanged.
+_PASSING = frozenset({"filter", "to", "sink", "dedup", "branch", "branch_out"})
+#: Serdes that can carry a dict or a list.
+_STRUCTURED = frozenset({"json", None})
+
+
+def _check_value_serde(node: Node, serde: str | None, topic: str, where: Where) -> None:
+    """Refuse, at the user's line, writing values the graph knows are dicts or lists (window
+    results, default join pairs) with a serde that cannot carry them."""
+    while node.kind in _PASSING and node.parents:
+        node = node.parents[0]
+    made = None
+    if node.kind == "window":
+        made = "window results (dicts)"
+    elif node.kind.endswith("join") and node.args.get("joiner") is _pair:
+        made = "join pairs (lists)"
+    builtin = serde in ("string", "long", "integer", "bytes")
+    if made is not None and serde not in _STRUCTURED and builtin:
+        msg = (
+            f"{where}: to('{topic}') with the {serde} serde cannot write the {made} of the "
+            f"{node.kind}() at {node.where}: use value=samzapy.json, or map() them to what {serde} takes"
+        )
+        raise PipelineError(msg)
 
 
 def _pair(left: Any, right: Any) -> Any:

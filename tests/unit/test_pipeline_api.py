@@ -120,3 +120,16 @@ def test_the_signature_lists_stateful_steps_in_order_with_names_and_serdes() -> 
         ("window", "pageviews-repartition-window"),
     ]
     assert steps[1]["window"] == "Tumbling(size_ms=3600000)"
+
+
+def test_writing_window_results_with_a_serde_that_cannot_carry_them_is_refused_at_the_users_line() -> None:
+    app = samzapy.App("serdes")
+    counts = app.stream("views").window(samzapy.tumbling(minutes=1)).filter(lambda w: w["value"] > 1)
+    with pytest.raises(PipelineError) as raised:
+        counts.to("counts", value=samzapy.long)
+    assert str(raised.value).startswith("test_pipeline_api.py:")
+    assert (
+        "to('counts') with the long serde cannot write the window results (dicts) of the window() at"
+        in str(raised.value)
+    )
+    counts.map(lambda w: w["value"]).to("counts", value=samzapy.long)  # mapped to ints: fine
