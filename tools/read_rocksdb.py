@@ -200,11 +200,13 @@ def scan(
     """Print entries in key order (serialised-key order, across partitions)."""
     with _open(config_path, db_path, db_name, partition, quiet) as reader:
         kind, (start, end, pre) = _bounds(reader, key_type, from_key, to_key, prefix)
+        several = len(reader.dbs) > 1  # as inspect: each entry says its partition
         for part, key, value in reader.entries(start, end, pre, limit, kind):
             if fmt == "json":
                 click.echo(to_json({"key": key, "value": value, "partition": part}))
             else:
-                click.echo(f"{render_text(key)}: {render_text(value)}")
+                where = f" (partition {part})" if several else ""
+                click.echo(f"{render_text(key)}: {render_text(value)}{where}")
 
 
 @main.command()

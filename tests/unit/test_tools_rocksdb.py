@@ -180,6 +180,8 @@ def test_scan_orders_keys_and_applies_from_to_prefix_limit(job_dir):
         return [line.split(":")[0] for line in result.stdout.splitlines()]
 
     assert keys() == ['"a"', '"ab"', '"b"', '"c"', '"p1-key"']  # merged over both partitions
+    lines = run(job_dir, "scan", "--db-name", "strings", "-q").stdout.splitlines()
+    assert lines[0].endswith(" (partition 0)") and lines[-1].endswith(" (partition 1)"), lines
     assert keys("--prefix", "a") == ['"a"', '"ab"']
     assert keys("--from", "ab", "--to", "c") == ['"ab"', '"b"']
     assert keys("--limit", "2") == ['"a"', '"ab"']
