@@ -31,6 +31,7 @@ BENCHMARKS = {
     "naive_window": "benchmarks.bench_naive_window",
     "window_kinds": "benchmarks.bench_window_kinds",
     "restore": "benchmarks.bench_restore",
+    "snapshots": "benchmarks.bench_snapshots",
     "spark_restore": "benchmarks.bench_spark_restore",
     "state_data": "benchmarks.bench_state_data",
     "stream_join": "benchmarks.bench_stream_join",
