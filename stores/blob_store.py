@@ -178,8 +178,8 @@ class S3BlobStore:
         self, bucket: str, prefix: str, *, endpoint: str | None = None, region: str | None = None
     ) -> None:
         try:
-            import boto3
-            from botocore.config import Config as BotoConfig
+            import boto3  # type: ignore[import-untyped,unused-ignore]  # no types shipped
+            from botocore.config import Config as BotoConfig  # type: ignore[import-untyped,unused-ignore]
         except ImportError as exc:
             msg = "the S3 blob store needs boto3: pip install 'samzapy[s3]'"
             raise ConfigError(msg) from exc
@@ -190,7 +190,7 @@ class S3BlobStore:
             retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5, read_timeout=30
         )
         self._client = boto3.client("s3", endpoint_url=endpoint, region_name=region, config=retries)
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped,unused-ignore]
 
         self._errors: tuple[type[BaseException], ...] = (BotoCoreError, ClientError, OSError)
 
@@ -225,7 +225,8 @@ class S3BlobStore:
         response = self._call(
             "get", key, lambda: self._client.get_object(Bucket=self.bucket, Key=self._key(key))
         )
-        return self._call("read", key, lambda: response["Body"].read())
+        data: bytes = self._call("read", key, lambda: response["Body"].read())
+        return data
 
     def list(self, prefix: str) -> list[BlobInfo]:
         """Every object under ``prefix`` (all pages)."""

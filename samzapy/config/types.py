@@ -200,7 +200,7 @@ class BlobUriType(ValueType):
 
     def parse(self, raw: str) -> str:
         """The URI, checked for form."""
-        uri = super().parse(raw)
+        uri: str = super().parse(raw)
         if not re.fullmatch(r"file:///.+|s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?", uri):
             raise ValueError(raw)
         return uri
