@@ -18,11 +18,14 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.errors import CheckpointError
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.streams import SystemStreamPartition
+
+if TYPE_CHECKING:
+    from samzapy.records import RecordSink
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +258,7 @@ class CheckpointWriter:
     costs one round trip for all of its tasks.
     """
 
-    def __init__(self, producer: Any, topic: str) -> None:
+    def __init__(self, producer: RecordSink, topic: str) -> None:
         self._producer = producer
         self.topic = topic
 

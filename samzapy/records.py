@@ -109,6 +109,9 @@ class RecordSink(Protocol):
     def acked_offset(self, topic: str, partition: int) -> int | None:
         """The highest acknowledged offset of ``topic``/``partition`` (``None``: none)."""
 
+    def close(self) -> None:
+        """Release what the sink holds (flush first: what was not flushed may be lost)."""
+
 
 class RecordSource(Protocol):
     """Where the records of a partition are read from (a Kafka consumer in a job)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.config import Config, JobConfig, StoreConfig, load_config, parse_job_config
 from samzapy.errors import BadArgumentError, ConfigError, SamzapyError
@@ -20,6 +20,9 @@ from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.broker import resolve_bootstrap_servers
 from samzapy.kafka.changelog import KafkaChangelog
 from samzapy.kafka.reading import batch_bytes
+
+if TYPE_CHECKING:
+    from samzapy.records import RecordSink
 
 
 class ToolError(SamzapyError):
@@ -133,7 +136,7 @@ class ToolChangelog(KafkaChangelog):
         self,
         topic: str,
         partition: int,
-        producer: Any,
+        producer: RecordSink | None,
         bootstrap_servers: str,
         on_batch: Callable[[int, int], None] | None = None,
     ) -> None:

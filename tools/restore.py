@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.checkpoint import TaskCheckpoint, read_checkpoints
 from samzapy.config import StoreConfig
@@ -50,6 +50,9 @@ from samzapy.tools.common import (
     changelog_partitions,
     select_stores,
 )
+
+if TYPE_CHECKING:
+    from samzapy.checkpoint import ChangelogFence
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +107,7 @@ class _Target:
     partition: int
     offset: int | None  # restore to this changelog offset (inclusive)
     end: int  # the changelog's true end when planned
-    fence: Any = None  # the checkpoint's ChangelogFence: a zombie's records are skipped
+    fence: ChangelogFence | None = None  # a zombie's records are skipped
 
 
 def restore_stores(

@@ -15,13 +15,16 @@ import base64
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from samzapy.errors import BadArgumentError, ConfigError, KafkaSystemError, SerdeError
 from samzapy.records import Record, TopicPartition
 from samzapy.serdes import BUILTIN_SERDES, Serde
+
+if TYPE_CHECKING:
+    from samzapy.kafka.consumer import Consumer
 
 # The Kafka client (samzapy.kafka.reading, admin, producer) is imported where it is used, not
 # here: the command lines import this module for its formats, and the client costs ~0.1 s.
@@ -369,7 +372,7 @@ def read_records(servers: str, topic: str, spec: ReadSpec) -> Iterator[Record]:
         consumer.close()
 
 
-def _follow(consumer: Any, starts: dict[TopicPartition, int], left: int | None) -> Iterator[Record]:
+def _follow(consumer: Consumer, starts: dict[TopicPartition, int], left: int | None) -> Iterator[Record]:
     consumer.assign(list(starts))
     for tp, offset in starts.items():
         consumer.seek(tp, offset)

@@ -12,10 +12,13 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.records import TopicPartition
+
+if TYPE_CHECKING:
+    from samzapy.records import RecordSink
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +41,7 @@ def announcement(container_id: int, url: str, tasks: list[str]) -> tuple[bytes, 
     return str(container_id).encode(), json.dumps(value).encode()
 
 
-def announce(producer: Any, topic: str, container_id: int, url: str, tasks: list[str]) -> None:
+def announce(producer: RecordSink, topic: str, container_id: int, url: str, tasks: list[str]) -> None:
     """Send this container's announcement through ``producer`` and wait for the ack."""
     key, value = announcement(container_id, url, tasks)
     producer.send(topic, key, value, partition=0)

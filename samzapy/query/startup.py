@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.query.directory import Directory, announce, directory_topic
 from samzapy.query.http import QueryHttpServer, add_query_route
@@ -16,6 +16,10 @@ from samzapy.query.service import QueryService
 from samzapy.query.sources import LocalCheckpointSource
 from samzapy.reporters.prometheus import MetricsHttpServer
 from samzapy.streams import task_name_for
+
+if TYPE_CHECKING:
+    from samzapy.kafka.admin import TopicAdmin
+    from samzapy.records import RecordSink
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +53,7 @@ def advertised_url(host: str, port: int, advertised: str | None) -> str:
 
 
 def start_queries(
-    container: Any, task_count: int, bootstrap_servers: str, admin: Any, producer: Any
+    container: Any, task_count: int, bootstrap_servers: str, admin: TopicAdmin, producer: RecordSink
 ) -> RunningQueries | None:
     """Start the query service of ``container`` (a ``Container``) if ``job.query.port`` is set,
     and announce its URL through ``producer`` (in a topic ``admin`` creates); ``None`` when

@@ -41,11 +41,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from samzapy.kafka.reading import end_offset, read_partition, reader_consumer
+
+if TYPE_CHECKING:
+    from samzapy.kafka.consumer import Consumer
+    from samzapy.records import TopicPartition
 
 SCHEMA = (
     "topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, timestamp BIGINT, "
@@ -143,18 +147,20 @@ class KafkaReader(DataSourceReader):
         finally:
             consumer.close()
 
-    def _start(self, consumer: Any, tp: Any) -> int:
+    def _start(self, consumer: Consumer, tp: TopicPartition) -> int:
         if isinstance(self.starting, dict) and tp.partition in self.starting.get(tp.topic, {}):
             return self.starting[tp.topic][tp.partition]
         return consumer.beginning_offsets([tp])[tp]
 
-    def _stop(self, tp: Any) -> int | None:
+    def _stop(self, tp: TopicPartition) -> int | None:
         if isinstance(self.ending, dict):
             stop = self.ending.get(tp.topic, {}).get(tp.partition, LATEST)
             return None if stop == LATEST else stop
         return None
 
-    def _split(self, consumer: Any, tp: Any, start: int, stop: int | None) -> list[OffsetRange]:
+    def _split(
+        self, consumer: Consumer, tp: TopicPartition, start: int, stop: int | None
+    ) -> list[OffsetRange]:
         if self.max_records is None:
             return [OffsetRange(tp.topic, tp.partition, start, stop)]
         known_end = stop if stop is not None else end_offset(consumer, tp)
@@ -233,7 +239,7 @@ def _to_arrow(pa: Any, schema: Any, topic: str, partition: int, records: list[An
 # -- offsets on the driver ------------------------------------------------------------------
 
 
-def true_end_offset(consumer: Any, tp: Any) -> int:
+def true_end_offset(consumer: Consumer, tp: TopicPartition) -> int:
     """The partition's true end (last offset + 1; 0 when empty), reading past the reported end.
 
     The reported end is a lower bound on the dev broker (module doc): read from just before
@@ -247,14 +253,14 @@ def true_end_offset(consumer: Any, tp: Any) -> int:
     return max(last + 1, begin)
 
 
-def _first_record_at(consumer: Any, tp: Any, offset: int, stop: int) -> Any:
+def _first_record_at(consumer: Consumer, tp: TopicPartition, offset: int, stop: int) -> Any:
     for batch in read_partition(consumer, tp, offset, stop):
         if batch:
             return batch[0]
     return None
 
 
-def offset_for_time(consumer: Any, tp: Any, timestamp_ms: int, start: int, stop: int) -> int:
+def offset_for_time(consumer: Consumer, tp: TopicPartition, timestamp_ms: int, start: int, stop: int) -> int:
     """The first offset in ``[start, stop)`` whose record's timestamp is ``>= timestamp_ms``
     (``stop`` when there is none), by binary search over single-record reads.
 

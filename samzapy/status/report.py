@@ -15,12 +15,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.health import ContainerStatus
 from samzapy.metrics import MetricsRegistry
 from samzapy.reporters.periodic import registry_snapshot
 from samzapy.streams import SystemStreamPartition, task_name_for
+
+if TYPE_CHECKING:
+    from samzapy.config import JobConfig
 
 #: Seconds between two samples of the container's metrics.
 SAMPLE_EVERY_S = 2.0
@@ -105,7 +108,7 @@ def _number(value: Any) -> float:
 class StatusReport:
     """Builds the ``/status.json`` document of one container."""
 
-    job: Any  # JobConfig
+    job: JobConfig
     container_name: str
     container_id: int
     instance_id: str | None

@@ -40,9 +40,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.config import Config, parse_job_config
+
+if TYPE_CHECKING:
+    from samzapy.records import RecordSink
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +139,7 @@ def run_replay_task(plan: TaskPlan, settings: ReplaySettings) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _sink(settings: ReplaySettings, partition: int, job: Any) -> Any:
+def _sink(settings: ReplaySettings, partition: int, job: Any) -> RecordSink:
     if settings.output_dir is not None:
         from samzapy.spark.replay.sinks import FileOutputs
 
@@ -176,7 +179,7 @@ def _build_instance(
     plan: TaskPlan,
     settings: ReplaySettings,
     job: Any,
-    sink: Any,
+    sink: RecordSink,
     work: Path,
     admin: list[Any],
     side_inputs: Any,
@@ -283,7 +286,7 @@ def _process(instance: Any, plan: TaskPlan, servers: str, window_ms: int | None)
 
 
 def _finish_store(
-    instance: Any, name: str, plan: TaskPlan, settings: ReplaySettings, sink: Any
+    instance: Any, name: str, plan: TaskPlan, settings: ReplaySettings, sink: RecordSink
 ) -> dict[str, Any]:
     from samzapy.spark.sst import SstSink, executor_dir, file_chunks
 
@@ -312,7 +315,7 @@ def _finish_store(
 
 
 def publish_final_state(
-    raw: Any, topic: str, partition: int, producer: Any, settings: ReplaySettings
+    raw: Any, topic: str, partition: int, producer: RecordSink, settings: ReplaySettings
 ) -> int | None:
     """Make the changelog partition's last value per key equal the store; the offset of the
     last changelog record that belongs to that state (``None``: the changelog is empty).

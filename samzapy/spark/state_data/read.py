@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from samzapy.config import Config, JobConfig, load_config, parse_job_config
 from samzapy.config.model import StoreConfig
@@ -42,6 +42,9 @@ from samzapy.operators.window_layout import WindowLayout
 from samzapy.spark import SparkJobError
 from samzapy.spark.state_data.progress import SparkProgress, planned_records
 from samzapy.store_codec import serde_kind
+
+if TYPE_CHECKING:
+    from samzapy.checkpoint import ChangelogFence
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +309,7 @@ def latest_values(
     partition: int,
     stop: int | None,
     on_batch: Callable[[int, int], None] | None = None,
-    fence: Any = None,
+    fence: ChangelogFence | None = None,
 ) -> dict[bytes, bytes]:
     """The last value per key of a changelog partition up to ``stop`` (exclusive; ``None``:
     the true end), tombstones applied, the records ``fence`` (a ``ChangelogFence``) rules out

@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.config import Config, JobConfig
 from samzapy.config.model import StoreConfig
@@ -46,6 +46,9 @@ from samzapy.operators.state_layout import KeyValueLayout, layout_for
 from samzapy.spark import SparkJobError
 from samzapy.spark.restore.bulk import RESULT_SCHEMA, PartitionStats, _ingest, _result_schema, _Target
 from samzapy.spark.sst import SstSink, check_ingestible
+
+if TYPE_CHECKING:
+    from samzapy.records import RecordSink
 
 log = logging.getLogger(__name__)
 
@@ -290,7 +293,7 @@ class _Rewriter:
 class _PartitionRewrite:
     """One store partition being rewritten (module doc, steps 1-3)."""
 
-    def __init__(self, store: StoreConfig, partition: int, producer: Any, rewriter: _Rewriter) -> None:
+    def __init__(self, store: StoreConfig, partition: int, producer: RecordSink, rewriter: _Rewriter) -> None:
         from samzapy.spark.state_data.read import latest_values
 
         assert store.changelog is not None
