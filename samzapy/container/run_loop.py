@@ -214,7 +214,7 @@ class Container:
             if self._signals > 1:
                 log.error("second %s: exiting at once, without a final commit", signal.Signals(signum).name)
                 os._exit(1)
-            log.warning(
+            log.info(  # the normal way to stop a run: not a warning
                 "%s received: finishing the current message, committing, stopping",
                 signal.Signals(signum).name,
             )
