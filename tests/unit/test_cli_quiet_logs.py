@@ -41,8 +41,8 @@ def _healthy_noise() -> None:
         )
     for took in (0.612, 0.734):
         logging.getLogger("kafka.net.selector").warning(
-            "Task <Task 0x7f%d> ran for %.3fs (>0.500s threshold). It is blocking the event loop -- "
-            "likely a tight sync loop inside a coroutine." % (int(took * 1000), took)
+            f"Task <Task 0x7f{int(took * 1000)}> ran for {took:.3f}s (>0.500s threshold). It is blocking "
+            "the event loop -- likely a tight sync loop inside a coroutine."
         )
 
 
