@@ -4,9 +4,12 @@ queries (``/stores``).
 
 It is safe to leave running on a shared network: each connection has a socket timeout, the
 server serves at most ``max_connections`` at once (more get a 503 and are closed, so 400
-half-sent requests cannot hold 400 threads), a client that disconnects early is a DEBUG line
-rather than a traceback, error bodies are short plain text that never echo a long request
-back, and guarded routes need the bearer token of ``job.http.auth.token.file``.
+half-sent requests cannot hold 400 threads), a burst of connections waits in a listen
+backlog of :data:`LISTEN_BACKLOG` (not Python's 5, beyond which the kernel drops a SYN and
+the client retries only after 1 s, a Kubernetes probe's whole default timeout), a client
+that disconnects early is a DEBUG line rather than a traceback, error bodies are short plain
+text that never echo a long request back, and guarded routes need the bearer token of
+``job.http.auth.token.file``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ Route = Callable[[str, Mapping[str, str]], tuple[int, str, bytes]]
 
 #: Connections served at once; more are answered 503 and closed.
 MAX_CONNECTIONS = 64
+#: Connections the kernel queues for the accept loop (``listen()``'s backlog; the kernel caps it
+#: at ``net.core.somaxconn``). socketserver's default is 5.
+LISTEN_BACKLOG = 1024
 #: Seconds a connection may stay silent (a half-sent request) before it is closed.
 SOCKET_TIMEOUT_S = 10.0
 #: Characters of client input an error message may quote.
@@ -103,6 +109,7 @@ class BackgroundHttpServer:
         self._timeout_s = timeout_s
         self._routes: dict[str, tuple[Route, bool, bool]] = {}  # path -> (route, prefix, guarded)
         self._server: _Server | None = None
+        self._serving = False
 
     def add_route(self, path: str, route: Route, *, prefix: bool = False, guarded: bool = False) -> None:
         """Serve ``GET path`` (every path under it with ``prefix``) with ``route``; a
@@ -119,12 +126,15 @@ class BackgroundHttpServer:
         assert self._server is not None
         return self._server.server_address[1]
 
-    def start(self) -> None:
-        """Bind the port and serve on a daemon thread.
+    def listen(self) -> None:
+        """Bind the port and listen, without serving yet: connections queue in the backlog
+        until :meth:`start` (which listens first if this was not called).
 
         Raises:
             SamzapyError: the port cannot be bound (in use, or not allowed).
         """
+        if self._server is not None:
+            return
         handler = type("Handler", (_Handler,), {"timeout": self._timeout_s, "surface": self})
         try:
             self._server = _Server((self.host, self.requested_port), handler, self._max_connections)
@@ -134,6 +144,16 @@ class BackgroundHttpServer:
                 f"set another {self._port_key} (or 0 for any free port)"
             )
             raise SamzapyError(msg) from exc
+
+    def start(self) -> None:
+        """Bind the port (unless :meth:`listen` did) and serve on a daemon thread.
+
+        Raises:
+            SamzapyError: the port cannot be bound (in use, or not allowed).
+        """
+        self.listen()
+        assert self._server is not None
+        self._serving = True
         threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.1},
@@ -144,9 +164,11 @@ class BackgroundHttpServer:
     def stop(self) -> None:
         """Stop serving and close the port."""
         if self._server is not None:
-            self._server.shutdown()
+            if self._serving:  # shutdown() waits for serve_forever, which listen() alone never ran
+                self._server.shutdown()
             self._server.server_close()
             self._server = None
+            self._serving = False
 
     def answer(self, target: str, headers: Mapping[str, str]) -> tuple[int, str, bytes, dict[str, str]]:
         """``(status, content type, body, extra headers)`` for ``GET target``; never raises."""
@@ -195,6 +217,7 @@ class _Server(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(
         self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], max_connections: int

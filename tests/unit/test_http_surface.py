@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from samzapy.config import Config, parse_job_config
-from samzapy.http_server import BackgroundHttpServer
+from samzapy.http_server import MAX_CONNECTIONS, BackgroundHttpServer
 
 TOKEN = "s3cret-token"
 
@@ -147,6 +147,35 @@ def test_connections_are_capped_and_silent_ones_time_out(server: BackgroundHttpS
     assert get(f"http://127.0.0.1:{server.port}/metrics") == (200, b"open\n")
     for conn in half_sent:
         conn.close()
+
+
+def test_a_burst_of_connections_is_queued_not_dropped_until_the_server_accepts() -> None:
+    # A burst as large as the connection cap, all before the accept loop takes any: each
+    # handshake must complete at once. With Python's listen backlog of 5 the kernel dropped
+    # the 7th SYN, and the client sent it again only after 1 s (a probe's whole timeout);
+    # the 0.5 s connect timeout below is that retry, not a speed requirement.
+    http = BackgroundHttpServer("127.0.0.1", 0, what="test server", port_key="test.port", thread_name="t")
+    http.add_route("/health", lambda target, headers: (200, "text/plain", b"ok\n"))
+    http.listen()
+    burst = []
+    try:
+        for _ in range(MAX_CONNECTIONS):
+            conn = socket.socket()
+            conn.settimeout(0.5)
+            conn.connect(("127.0.0.1", http.port))  # TimeoutError: the backlog dropped it
+            conn.sendall(b"GET /health HTTP/1.1\r\nHost: probe\r\n\r\n")
+            burst.append(conn)
+        http.start()
+        answers = []
+        for conn in burst:
+            conn.settimeout(5)
+            answers.append(b"".join(iter(lambda c=conn: c.recv(65536), b"")))
+        assert [a.split(b"\r\n", 1)[0] for a in answers] == [b"HTTP/1.0 200 OK"] * MAX_CONNECTIONS
+        assert all(a.endswith(b"\r\n\r\nok\n") for a in answers)
+    finally:
+        for conn in burst:
+            conn.close()
+        http.stop()
 
 
 def test_a_client_that_goes_away_early_leaves_no_traceback(
