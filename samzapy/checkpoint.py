@@ -2,15 +2,30 @@
 changelog offset, in one record so that they can never disagree.
 
 The checkpoint topic is Samza's ``__samza_checkpoint_ver_1_for_<job>_<id>``: one partition,
-compacted, keyed by task name.
+compacted.
 
 Which record is a task's checkpoint (:class:`CheckpointFold`, used by every reader: restore,
 standbys, fencing, the checkpoint tool, the Spark restore): the newest record of the *highest
 ownership generation*, never a later record of a lower one. A zombie container (stopped, then
 resumed after another container took its tasks over) may still land a checkpoint after the
 takeover; it carries the old generation and is ignored. Within one generation, the first
-record names its owner (the claimant, see :mod:`samzapy.container.fencing`): a record of that
+claim names its owner (the claimant, see :mod:`samzapy.container.fencing`): a record of that
 generation from another claimant (a claim that lost a race) is ignored too.
+
+Keys, and why (issue 28 item 1): Kafka's compaction keeps only the newest record of each key.
+Keyed by task name alone (samzapy before issue 28), a zombie's record of generation 1 landing
+after the owner's last one of generation 2 would, once compacted, be the task's only record: a
+restart would restore the zombie's older state. So a record's key is
+``<task>#<generation>#<claimant>`` (:func:`checkpoint_key`): compaction keeps the newest record
+of every generation and claimant, and never leaves a lower generation as a task's only record.
+The keys of lower generations (and of claims that lost a race) are tombstoned by the owner once
+its first commit is durable (:attr:`TaskCheckpoint.supersedes`), so the topic holds about one
+key per task. A record names the offset of its writer's claim (``claim_offset``), so the first
+claim of a generation is known even after compaction removed the claim record itself.
+
+Readers fold records by the key their *value* implies (task, generation, claimant), whatever key
+they were written with, so topics written by an older samzapy (keyed by task name) read as
+before; a tombstone removes the records written with its key, as compaction would.
 """
 
 from __future__ import annotations
@@ -30,6 +45,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHECKPOINT_VERSION = 2
+#: Separates task, generation and claimant in a checkpoint record's key.
+KEY_SEPARATOR = "#"
 #: The header every changelog record carries: its writer's ownership generation (ASCII digits).
 GENERATION_HEADER = "samzapy.generation"
 
@@ -92,6 +109,8 @@ class TaskCheckpoint:
         fence_generation: the generation whose changelog rule applies to this checkpoint's
             state (see :meth:`fence_for`; 0: none, every record up to the offset counts).
         fence_offsets: per store, the changelog offset ``fence_generation`` claimed at.
+        claim_offset: the offset of the claim record of ``generation`` by ``claimant`` in the
+            checkpoint topic (``None``: this record is the claim, or no claimant wrote it).
         snapshots: per store, the newest complete snapshot in the blob store (its index
             name, ``stores/snapshot_index.py``) when the checkpoint was written; stores without
             snapshots are absent. Older readers ignore it.
@@ -105,6 +124,10 @@ class TaskCheckpoint:
     fence_generation: int = 0
     fence_offsets: dict[str, int | None] = field(default_factory=dict)
     snapshots: dict[str, str] = field(default_factory=dict)
+    claim_offset: int | None = None
+    #: Keys of the checkpoint topic to tombstone right after this record (not part of the
+    #: record: :class:`CheckpointWriter` sends them, see the module doc).
+    supersedes: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
 
     def fence_for(self, store: str) -> ChangelogFence | None:
         """The rule a reader of ``store``'s changelog applies to reach this checkpoint's state
@@ -131,6 +154,8 @@ class TaskCheckpoint:
             }
         if self.snapshots:
             body["snapshots"] = dict(sorted(self.snapshots.items()))
+        if self.claim_offset is not None:
+            body["claim_offset"] = self.claim_offset
         return json.dumps(body).encode()
 
     @classmethod
@@ -161,24 +186,61 @@ class TaskCheckpoint:
                     for k, v in body.get("fence", {}).get("changelogs", {}).items()
                 },
                 snapshots={str(k): str(v) for k, v in body.get("snapshots", {}).items()},
+                claim_offset=None if body.get("claim_offset") is None else int(body["claim_offset"]),
             )
         except (ValueError, KeyError, TypeError) as exc:
             msg = f"unreadable checkpoint {where}: {exc}"
             raise CheckpointError(msg) from exc
 
 
+def checkpoint_key(checkpoint: TaskCheckpoint) -> bytes:
+    """The key of ``checkpoint``'s record in the checkpoint topic: task, generation and
+    claimant (see the module doc).
+
+    >>> checkpoint_key(TaskCheckpoint("Partition 3", generation=2, claimant="host:7:ab"))
+    b'Partition 3#2#host:7:ab'
+    >>> checkpoint_key(TaskCheckpoint("Partition 3", generation=2))
+    b'Partition 3#2#'
+    """
+    parts = (checkpoint.task_name, str(checkpoint.generation), checkpoint.claimant or "")
+    return KEY_SEPARATOR.join(parts).encode()
+
+
+def task_of_key(record_key: bytes) -> str:
+    """The task a checkpoint record's key names (this samzapy's keys or an older one's).
+
+    >>> task_of_key(b"Partition 3#2#host:7:ab"), task_of_key(b"Partition 3")
+    ('Partition 3', 'Partition 3')
+    """
+    return record_key.decode().split(KEY_SEPARATOR, 1)[0]
+
+
+@dataclass
+class _Entry:
+    """The newest record of one implied key: its offset, the key it was written with, its value."""
+
+    offset: int
+    record_key: bytes
+    checkpoint: TaskCheckpoint
+
+
 class CheckpointFold:
     """Folds the records of a checkpoint topic, in log order, into each task's checkpoint.
 
-    The rules (the module docstring says why), for a record of task T and generation G:
+    Records are kept by the key their value implies (:func:`checkpoint_key`), the newest of
+    each, as compaction keeps them; a tombstone drops the records written with its key. A
+    task's checkpoint, from what is kept of task T:
 
-    1. G below the highest generation of T taken so far: ignored (a fenced zombie's record);
-    2. the first record of (T, G) names G's owner, its claimant; a later record of (T, G) with
-       another claimant is ignored (a claim that lost the race for G). Records without a
-       claimant (tools, older samzapy) neither name an owner nor are filtered by one;
-    3. otherwise the record is T's checkpoint (the newest of the highest generation).
+    1. the highest generation G of T that has a record passing rule 2 (a lower generation's
+       record is a fenced zombie's, whenever it landed);
+    2. G's owner is the claimant of its first claim (the lowest claim offset, which every
+       record of a claimant carries after its claim): a record of G by another claimant is
+       ignored (a claim that lost the race for G). Records without a claimant (tools, older
+       samzapy) neither name an owner nor are filtered by one;
+    3. of those, the newest record is T's checkpoint.
 
-    A tombstone removes T's checkpoint but not what was learnt about its generations.
+    The result is the same for a log and for what compaction leaves of it
+    (:func:`samzapy.kafka.compaction.compact`) when the log was written with these keys.
 
     >>> fold = CheckpointFold()
     >>> for gen, who, offset in [(1, "a", 10), (2, "b", 12), (1, "a", 11), (2, "c", 10), (2, "b", 13)]:
@@ -192,35 +254,85 @@ class CheckpointFold:
 
     def __init__(self) -> None:
         self.checkpoints: dict[str, TaskCheckpoint] = {}
-        self._taken: dict[str, int] = {}  # task -> highest generation taken
+        self._entries: dict[str, dict[bytes, _Entry]] = {}  # task -> implied key -> newest
         self._seen: dict[str, int] = {}  # task -> highest generation in any record
-        self._owners: dict[tuple[str, int], str | None] = {}  # (task, generation) -> claimant
+        self._claims: dict[tuple[str, int], dict[str, int]] = {}  # (task, gen) -> claimant -> offset
+        self._next = 0  # the offset given to records added without one
 
-    def add(self, checkpoint: TaskCheckpoint) -> bool:
-        """Fold in the next record of the log; returns whether it is now its task's checkpoint."""
-        name, generation = checkpoint.task_name, checkpoint.generation
+    def add(
+        self, checkpoint: TaskCheckpoint, offset: int | None = None, record_key: bytes | None = None
+    ) -> bool:
+        """Fold in the next record of the log (``offset``: its offset, default one past the
+        last; ``record_key``: the key it was written with, default the implied one); returns
+        whether it is now its task's checkpoint."""
+        offset = self._next if offset is None else offset
+        self._next = offset + 1
+        name, generation, claimant = checkpoint.task_name, checkpoint.generation, checkpoint.claimant
         self._seen[name] = max(self._seen.get(name, generation), generation)
-        owner = self._owners.setdefault((name, generation), checkpoint.claimant)
-        if generation < self._taken.get(name, generation):
-            return False  # rule 1
-        if owner is not None and checkpoint.claimant is not None and checkpoint.claimant != owner:
-            return False  # rule 2
-        self._taken[name] = generation
-        self.checkpoints[name] = checkpoint
-        return True
+        if claimant is not None:
+            claimed_at = offset if checkpoint.claim_offset is None else checkpoint.claim_offset
+            claims = self._claims.setdefault((name, generation), {})
+            claims[claimant] = min(claims.get(claimant, claimed_at), claimed_at)
+        key = checkpoint_key(checkpoint)
+        self._entries.setdefault(name, {})[key] = _Entry(offset, record_key or key, checkpoint)
+        self._settle(name)
+        return self.checkpoints.get(name) is checkpoint
 
-    def remove(self, task_name: str) -> None:
-        """A tombstone of ``task_name``: it has no checkpoint from now on."""
-        self.checkpoints.pop(task_name, None)
+    def remove(self, record_key: bytes) -> None:
+        """A tombstone: the records written with ``record_key`` are gone (what was learnt of
+        generations and claims stays)."""
+        for name, entries in self._entries.items():
+            gone = [key for key, entry in entries.items() if entry.record_key == record_key]
+            for key in gone:
+                del entries[key]
+            if gone:
+                self._settle(name)
+
+    def _settle(self, name: str) -> None:
+        """Recompute the checkpoint of task ``name`` (rules 1-3 of the class doc)."""
+        entries = self._entries.get(name, {}).values()
+        for generation in sorted({e.checkpoint.generation for e in entries}, reverse=True):
+            owner = self.owner(name, generation)
+            taken = [
+                e
+                for e in entries
+                if e.checkpoint.generation == generation
+                and (owner is None or e.checkpoint.claimant in (None, owner))
+            ]
+            if taken:
+                self.checkpoints[name] = max(taken, key=lambda e: e.offset).checkpoint
+                return
+        self.checkpoints.pop(name, None)
 
     def owner(self, task_name: str, generation: int) -> str | None:
-        """The claimant of the first record of ``generation`` of the task (``None``: no such
-        record, or it had no claimant)."""
-        return self._owners.get((task_name, generation))
+        """The claimant of the first claim of ``generation`` of the task (``None``: no record
+        of that generation had a claimant)."""
+        claims = self._claims.get((task_name, generation))
+        return min(claims, key=lambda c: (claims[c], c)) if claims else None
+
+    def claim_offset(self, task_name: str, generation: int, claimant: str) -> int | None:
+        """The offset of ``claimant``'s claim of ``generation`` of the task (``None``: none seen)."""
+        return self._claims.get((task_name, generation), {}).get(claimant)
 
     def highest_seen(self, task_name: str) -> int:
         """The highest generation of the task in any record folded in (0: none)."""
         return self._seen.get(task_name, 0)
+
+    def superseded(self, task_name: str, generation: int, claimant: str) -> tuple[bytes, ...]:
+        """The keys of the task's kept records that ``claimant``, owning ``generation``, may
+        tombstone once its own record is durable: lower generations', and other claimants' of
+        ``generation`` (claims that lost the race)."""
+        keys = {
+            e.record_key
+            for e in self._entries.get(task_name, {}).values()
+            if e.checkpoint.generation < generation
+            or (e.checkpoint.generation == generation and e.checkpoint.claimant not in (None, claimant))
+        }
+        return tuple(sorted(keys))
+
+    def record_keys(self, task_name: str) -> tuple[bytes, ...]:
+        """The keys of every kept record of the task (to delete the task: tombstone them all)."""
+        return tuple(sorted({e.record_key for e in self._entries.get(task_name, {}).values()}))
 
     def add_record(self, record: Any, topic: str) -> TaskCheckpoint | None:
         """Fold in one consumed record of ``topic``; returns its checkpoint when it became its
@@ -228,15 +340,20 @@ class CheckpointFold:
         if record.key is None:
             return None
         if record.value is None:
-            self.remove(record.key.decode())
+            self.remove(record.key)
             return None
         checkpoint = TaskCheckpoint.from_bytes(record.value, f"{topic}/0@{record.offset}")
-        return checkpoint if self.add(checkpoint) else None
+        return checkpoint if self.add(checkpoint, record.offset, record.key) else None
 
 
 def read_checkpoints(bootstrap_servers: str, topic: str) -> dict[str, TaskCheckpoint]:
     """Every task's checkpoint in ``topic`` (:class:`CheckpointFold`'s rules; empty when the
     topic is empty)."""
+    return read_checkpoint_fold(bootstrap_servers, topic).checkpoints
+
+
+def read_checkpoint_fold(bootstrap_servers: str, topic: str) -> CheckpointFold:
+    """``topic`` read to its end into a :class:`CheckpointFold`."""
     from samzapy.records import TopicPartition
 
     consumer = reader_consumer(bootstrap_servers)
@@ -248,7 +365,7 @@ def read_checkpoints(bootstrap_servers: str, topic: str) -> dict[str, TaskCheckp
     finally:
         consumer.close()
     log.debug("read %d task checkpoints from %s", len(fold.checkpoints), topic)
-    return fold.checkpoints
+    return fold
 
 
 class CheckpointWriter:
@@ -263,8 +380,17 @@ class CheckpointWriter:
         self.topic = topic
 
     def write(self, checkpoint: TaskCheckpoint) -> None:
-        """Queue ``checkpoint`` as the newest record of its task."""
-        self._producer.send(self.topic, checkpoint.task_name.encode(), checkpoint.to_bytes(), partition=0)
+        """Queue ``checkpoint`` as the newest record of its task, keyed by
+        :func:`checkpoint_key`, then tombstones of the keys it :attr:`~TaskCheckpoint.supersedes`
+        (after it in the log: never one without the other before it)."""
+        self._producer.send(self.topic, checkpoint_key(checkpoint), checkpoint.to_bytes(), partition=0)
+        for key in checkpoint.supersedes:
+            self.tombstone(key)
+
+    def tombstone(self, record_key: bytes) -> None:
+        """Queue a tombstone of ``record_key`` (deleting a task: every one of
+        :meth:`CheckpointFold.record_keys`)."""
+        self._producer.send(self.topic, record_key, None, partition=0)
 
     def flush(self) -> None:
         """Wait until everything queued through the producer is acknowledged."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from samzapy.container.fencing import ContainerFenced
 from samzapy.errors import StorageFailure, TaskError
 from samzapy.kafka.producer import RecordTooLargeError
 from samzapy.metrics import MetricsGroup
@@ -182,6 +183,8 @@ class ErrorPolicy:
         Raises:
             MessageFailure: the task must stop (rules 1 and 4); raised from ``exc``.
         """
+        if isinstance(exc, ContainerFenced):
+            raise exc  # not the message's failure: the container lost its tasks (no skip, no dead letter)
         where = f"stream '{ssp.system}.{ssp.stream}' partition {ssp.partition} offset {record.offset}"
         storage = storage_failure_in(exc)
         if storage is not None:

@@ -18,6 +18,12 @@ a task over claims it before it restores or processes anything (:meth:`Fence.cla
    ``--container-id``). A claim that wins but is already overtaken by a higher generation
    when read back is reported by the first :meth:`Fence.lost`.
 
+Under compaction (issue 28): records are keyed by task, generation and claimant
+(:func:`samzapy.checkpoint.checkpoint_key`), every commit's checkpoint names the offset of its
+owner's claim, and from the second commit of a generation on (the first one is durable then)
+it carries tombstones of the lower generations' keys and of lost claims'
+(:meth:`Fence.checkpoint`), so a compacted topic reads as the full one.
+
 So a generation is owned by exactly one container. Before each commit, before any store is
 flushed, the container reads what was appended since it last looked (:meth:`Fence.lost`): a
 checkpoint of one of its tasks with a higher generation means another container took the task
@@ -26,12 +32,13 @@ over, and the task is dropped at once, without flushing its stores and without a
 What this guarantees: a container that was stopped (SIGSTOP, a long GC pause, a network
 partition) and then resumes writes no checkpoint and no store flush after a takeover it can
 see, and a checkpoint it wrote after a takeover it could not see (one between its check and
-its writes) never wins: readers take the newest checkpoint of the highest generation. What
-Kafka does not let us prevent: (1) records written between the check and the commit's
-checkpoint write (the store flush's changelog records, outputs) still land after the takeover;
-(2) changelog records a task writes *between* commits (object cache evictions) go out before
-the next check. Changelog readers skip such records by their generation header; outputs are
-the documented at-least-once window (docs/operations.md, "A zombie after a takeover").
+its writes) never wins: readers take the newest checkpoint of the highest generation. In
+passthrough mode a :class:`SendGate` also checks before a send once the last check is older
+than :data:`SEND_LEASE_S` (a stopped process always comes back past it), so a zombie stops
+sending outputs and changelog records at its first send after the takeover and exits 1
+(:class:`ContainerFenced`). What is left: sends within the lease of the last check that passed,
+and records the producer held unsent when the process was stopped (docs/operations.md,
+"Fencing"). Changelog readers skip such records by their generation header.
 
 The changelog: every changelog record carries its writer's generation in a header, and every
 commit's checkpoint a *fence*: the generation and the changelog offsets it was claimed at.
@@ -45,6 +52,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
+import time
 import uuid
 from typing import Any
 
@@ -59,10 +68,32 @@ log = logging.getLogger(__name__)
 REQUEST_TIMEOUT_MS = 10_000
 #: How many lost claim races :meth:`Fence.claim` retries before it gives up.
 MAX_CLAIM_ROUNDS = 5
+#: How long a fencing check lets a passthrough container send before a send checks again
+#: (:class:`SendGate`): the longest a running zombie goes on sending after a takeover.
+SEND_LEASE_S = 1.0
 
 
 class FencingError(CheckpointError):
     """A task could not be claimed: other containers' claims kept landing first."""
+
+
+class ContainerFenced(FencingError):
+    """Another container took tasks of this one over: it stops sending and exits non-zero.
+
+    ``taken``: task name -> (its generation now, the claimant that owns it)."""
+
+    def __init__(self, taken: dict[str, tuple[int, str | None]]) -> None:
+        self.taken = taken
+        named = "; ".join(
+            f"{task} by {owner or 'a tool'} (generation {generation})"
+            for task, (generation, owner) in sorted(taken.items())
+        )
+        msg = (
+            f"fenced: tasks taken over by another container: {named}. This container stopped "
+            "sending at once and stops without a commit (the new owner goes on from its own "
+            "checkpoint); if that other container was started by mistake, stop it and start this one again"
+        )
+        super().__init__(msg)
 
 
 def new_claimant() -> str:
@@ -89,8 +120,13 @@ class Fence:
         self._fold = CheckpointFold()
         self._overtaken: dict[str, int] = {}  # won, but a higher generation came right after
         self._claimed: dict[str, TaskCheckpoint] = {}  # the claim record of each owned task
+        self._committed: set[str] = set()  # owned tasks with a commit's checkpoint built
         self.claimant = new_claimant()
         self.generations: dict[str, int] = {}
+        #: The passthrough container's send gate: every read of the topic renews its lease.
+        self.gate: SendGate | None = None
+        # The run loop and the send gate (on whichever thread sends) both read the topic.
+        self._lock = threading.RLock()
 
     def claim(
         self, task_names: list[str], checkpoints: dict[str, TaskCheckpoint], writer: Any
@@ -168,24 +204,51 @@ class Fence:
         offsets the task was claimed at (``samzapy.checkpoint.ChangelogFence``)."""
         generation = self.generations[task_name]
         claimed = self._claimed[task_name].changelog_offsets
-        return TaskCheckpoint(
+        checkpoint = TaskCheckpoint(
             task_name, input_offsets, changelog_offsets, generation, self.claimant, generation, dict(claimed)
         )
+        checkpoint.claim_offset = self._fold.claim_offset(task_name, generation, self.claimant)
+        # Older generations' keys (and lost claims') go once a commit of this generation is
+        # durable: when the next one is built, the previous commit was flushed (a commit
+        # flushes before it returns). Until then the claim record alone would stand for it.
+        if task_name in self._committed:
+            checkpoint.supersedes = self._fold.superseded(task_name, generation, self.claimant)
+        self._committed.add(task_name)
+        return checkpoint
 
     def lost(self) -> dict[str, int]:
         """Tasks another container took over since the last call: name -> its generation.
 
         Safe to call again after it raised (an unreachable broker): what was read is kept.
+        With a :class:`SendGate`, a task taken over also shuts the gate: no send after it.
         """
+        with self._lock:
+            taken = self._taken_over()
+            self._overtaken.clear()
+        if taken and self.gate is not None:
+            self.gate.shut(self.owners(taken))
+        for name in taken:
+            del self.generations[name]
+            self._committed.discard(name)
+        return taken
+
+    def taken_over(self) -> dict[str, int]:
+        """Tasks another container has taken over (name -> its generation), read from the
+        topic now, without letting go of them (:meth:`lost` does)."""
+        with self._lock:
+            return self._taken_over()
+
+    def owners(self, taken: dict[str, int]) -> dict[str, tuple[int, str | None]]:
+        """Each task of ``taken`` with its generation and the claimant that owns it."""
+        return {name: (generation, self._fold.owner(name, generation)) for name, generation in taken.items()}
+
+    def _taken_over(self) -> dict[str, int]:
         self._read()
         taken = {name: g for name, g in self._overtaken.items() if name in self.generations}
-        self._overtaken.clear()
         for name, mine in self.generations.items():
             highest = self._fold.highest_seen(name)
             if highest > mine:
                 taken[name] = highest
-        for name in taken:
-            del self.generations[name]
         return taken
 
     def current(self) -> dict[str, TaskCheckpoint]:
@@ -199,14 +262,73 @@ class Fence:
             self.generations.pop(name, None)
             self._claimed.pop(name, None)
             self._overtaken.pop(name, None)
+            self._committed.discard(name)
 
     def _read(self) -> None:
-        """Fold in what was appended to the topic since the last read."""
-        for batch in read_partition(self._consumer, self._tp, self._position):
-            for record in batch:
-                self._position = record.offset + 1
-                self._fold.add_record(record, self._tp.topic)
+        """Fold in what was appended to the topic since the last read (renews the gate's lease:
+        what was read is at least as fresh as the moment the read began)."""
+        started = time.monotonic()
+        with self._lock:
+            for batch in read_partition(self._consumer, self._tp, self._position):
+                for record in batch:
+                    self._position = record.offset + 1
+                    self._fold.add_record(record, self._tp.topic)
+        if self.gate is not None:
+            self.gate.renew(started)
 
     def close(self) -> None:
         """Close the reader."""
         self._consumer.close()
+
+
+class SendGate:
+    """Passthrough mode: a send goes out only while a fencing check younger than the lease
+    (:data:`SEND_LEASE_S`) said this container still owns its tasks (issue 28 item 3).
+
+    :class:`samzapy.kafka.producer.Producer` asks it before every send: when the lease has
+    run out (no check for ``lease_s``; also after the process was stopped, a SIGSTOP or a long
+    pause, since the clock went on) it checks the checkpoint topic first. Once a check shows
+    a task taken over, the gate is shut: that send and every later one raise
+    :class:`ContainerFenced`, which stops the container with exit code 1 and names the tasks
+    and their new owners. Commits' fencing checks renew the lease and shut the gate too.
+
+    What still goes out after a takeover: sends within ``lease_s`` of the last check that
+    passed, and records the producer held unsent when the process was stopped (kafka-python's
+    sender thread sends them on resume, before any check can run).
+
+    Group mode has no gate: a member that lost some tasks drops them and goes on with the
+    others (its lease on the group assignment holds its tasks after a pause).
+    """
+
+    def __init__(self, fence: Fence, lease_s: float = SEND_LEASE_S) -> None:
+        self._fence = fence
+        self.lease_s = lease_s
+        #: The monotonic time until which a send needs no check (0: check at the next send).
+        self.open_until = 0.0
+        self.error: ContainerFenced | None = None
+        fence.gate = self
+
+    def check(self) -> None:
+        """Check the fence (the producer calls this when :attr:`open_until` has passed).
+
+        Raises:
+            ContainerFenced: the gate is shut (now or before).
+        """
+        if self.error is None:
+            taken = self._fence.taken_over()
+            if taken:
+                self.shut(self._fence.owners(taken))
+        if self.error is not None:
+            raise self.error
+
+    def renew(self, checked_at: float) -> None:
+        """A fencing read that began at ``checked_at`` passed (unless the gate is shut)."""
+        if self.error is None:
+            self.open_until = max(self.open_until, checked_at + self.lease_s)
+
+    def shut(self, taken: dict[str, tuple[int, str | None]]) -> None:
+        """No send from now on: ``taken`` (task -> generation, owner) were taken over."""
+        if self.error is None:
+            self.error = ContainerFenced(taken)
+            self.open_until = 0.0
+            log.error("%s", self.error)

@@ -43,7 +43,7 @@ from samzapy.container.error_policy import (
     storage_failure_advice,
     storage_failure_in,
 )
-from samzapy.container.fencing import Fence
+from samzapy.container.fencing import SEND_LEASE_S, Fence, SendGate
 from samzapy.container.group_tasks import GroupTasks
 from samzapy.container.head_flush import HeadFlusher
 from samzapy.container.inputs import Inputs
@@ -185,6 +185,9 @@ class Container:
                 raise StorageFailure(text, store=storage.store, path=storage.path) from error
             raise
         self._close()
+        gate = None if self._fence is None else self._fence.gate
+        if gate is not None and gate.error is not None:  # fenced at a commit: exit 1, say by whom
+            raise gate.error
         self._log_summary()
         return 0
 
@@ -323,6 +326,8 @@ class Container:
         checkpoints.update(
             self._fence.claim([task_name_for(p) for p in mine], checkpoints, self._checkpoint_writer)
         )
+        if job.coordinator != "group":  # a zombie stops at its first send after a takeover (issue 28)
+            self._producer.guard(SendGate(self._fence, min(SEND_LEASE_S, job.commit_ms / 1000)))
         return found, checkpoints
 
     def _claim_more(self, task_names: list[str]) -> dict[str, TaskCheckpoint]:

@@ -36,7 +36,7 @@ import threading
 import time
 from typing import Any
 
-from samzapy.checkpoint import CheckpointFold
+from samzapy.checkpoint import CheckpointFold, task_of_key
 from samzapy.config import JobConfig
 from samzapy.container.assignment import standby_tasks_of
 from samzapy.container.standby_store import StandbyStore, standby_dir
@@ -238,7 +238,7 @@ class StandbyReplicas:
         for batch in read_partition(consumer, self._tp, self._position):
             for record in batch:
                 self._position = record.offset + 1
-                if record.key is None or record.key.decode() not in watched:
+                if record.key is None or task_of_key(record.key) not in watched:
                     continue
                 try:
                     self._fold.add_record(record, self._tp.topic)  # a fenced zombie's is ignored

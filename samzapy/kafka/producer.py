@@ -9,7 +9,8 @@ gives the exact offsets the broker assigned (checkpoints record those, see DESIG
 from __future__ import annotations
 
 import logging
-from typing import Any
+import time
+from typing import Any, Protocol
 
 from kafka import KafkaProducer
 from kafka import errors as kafka_errors
@@ -127,6 +128,17 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
     return value
 
 
+class SendGuard(Protocol):
+    """Says before a send whether it may go out (the container's fencing: a passthrough
+    container's :class:`samzapy.container.fencing.SendGate`)."""
+
+    #: The monotonic time until which sends need no :meth:`check`.
+    open_until: float
+
+    def check(self) -> None:
+        """Raise when no send may go out any more."""
+
+
 class Producer:
     """Asynchronous sends, with a flush that fails loudly.
 
@@ -185,6 +197,14 @@ class Producer:
         self._acked: dict[tuple[str, int], int] = {}
         self._failures: list[tuple[str, int | None, BaseException]] = []  # the first few
         self._failure_count = 0
+        self._guard: SendGuard | None = None
+
+    def guard(self, guard: SendGuard | None) -> None:
+        """Ask ``guard`` before every send from now on: a send after :attr:`SendGuard.open_until`
+        calls :meth:`SendGuard.check` first, whose exception the send raises (a container that
+        lost its tasks stops sending at its first send after the takeover is seen, not at its
+        next commit). The cost while the guard is open: one clock read per send."""
+        self._guard = guard
 
     @property
     def fast_path_active(self) -> bool:
@@ -214,7 +234,11 @@ class Producer:
             KafkaSystemError: at once when the record cannot even be queued (unknown topic
                 or partition, buffer full for ``max_block_ms``). Failures while delivering
                 are raised by :meth:`flush`.
+            Exception: whatever the :meth:`guard` raises (nothing is sent then).
         """
+        guard = self._guard
+        if guard is not None and time.monotonic() >= guard.open_until:
+            guard.check()
         if partition is None and key is not None:
             count = self._counts.get(topic)
             if count is None:

@@ -3,11 +3,14 @@ owned by one container only, and readers take the newest checkpoint of the highe
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from support import consume_all, create_topic
 
-from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
-from samzapy.container.fencing import Fence
+from samzapy.checkpoint import CheckpointFold, CheckpointWriter, TaskCheckpoint, read_checkpoints
+from samzapy.container.fencing import ContainerFenced, Fence, SendGate
+from samzapy.kafka.compaction import compact
 from samzapy.kafka.producer import Producer
 from samzapy.streams import SystemStreamPartition
 
@@ -79,4 +82,91 @@ def test_a_restart_after_a_zombie_commit_claims_above_the_replacement(broker, to
     finally:
         zombie.close()
         replacement.close()
+        producer.close()
+
+
+def test_what_compaction_leaves_of_the_topic_reads_the_same(broker, topic_name):
+    """The zombie's commit lands last; the owner's second commit tombstones the keys of the
+    lower generation: the topic compacted as Kafka would is read as the full one (issue 28)."""
+    create_topic(broker, topic_name, 1, compact=True)
+    producer = Producer(broker)
+    writer = CheckpointWriter(producer, topic_name)
+    zombie, replacement = Fence(broker, topic_name), Fence(broker, topic_name)
+    try:
+        zombie.claim([TASK], {}, writer)
+        writer.write(zombie.checkpoint(TASK, {SSP: 2}, {"counts": 20}))
+        replacement.claim([TASK], read_checkpoints(broker, topic_name), writer)
+        first = replacement.checkpoint(TASK, {SSP: 10}, {"counts": 99})
+        assert first.supersedes == ()  # not before a commit of the new generation is durable
+        writer.write(first)
+        writer.write(zombie.checkpoint(TASK, {SSP: 4}, {"counts": 30}))  # the zombie's, last
+        writer.flush()
+        assert replacement.lost() == {}
+        second = replacement.checkpoint(TASK, {SSP: 12}, {"counts": 120})
+        assert second.supersedes == (f"{TASK}#1#{zombie.claimant}".encode(),)
+        writer.write(second)
+        writer.flush()
+    finally:
+        zombie.close()
+        replacement.close()
+        producer.close()
+    log = consume_all(broker, topic_name)
+    full = read_checkpoints(broker, topic_name)
+    assert full[TASK] == second
+    for kept in (compact(log, drop_tombstones=False), compact(log)):
+        fold = CheckpointFold()
+        for record in kept:
+            fold.add_record(record, topic_name)
+        assert fold.checkpoints == full
+    assert len(compact(log)) == 1  # one record per task once the tombstones are gone
+
+
+def test_a_send_after_the_lease_checks_the_fence_and_a_fenced_container_sends_nothing(broker, topic_name):
+    """Issue 28 item 3: the send gate (passthrough mode) refuses every send once a check shows
+    a takeover; sends within the lease of the last check that passed still go out."""
+    create_topic(broker, topic_name, 1, compact=True)
+    out = f"{topic_name}-out"
+    create_topic(broker, out, 1)
+    producer, other = Producer(broker), Producer(broker)
+    mine, theirs = Fence(broker, topic_name), Fence(broker, topic_name)
+    try:
+        mine.claim([TASK], {}, CheckpointWriter(producer, topic_name))
+        gate = SendGate(mine, lease_s=0.5)
+        producer.guard(gate)
+        producer.send(out, b"k", b"before")  # the lease ran out at once: checked, still mine
+        theirs.claim([TASK], read_checkpoints(broker, topic_name), CheckpointWriter(other, topic_name))
+        producer.send(out, b"k", b"within the lease")  # the window that is left
+        time.sleep(0.5)
+        with pytest.raises(ContainerFenced) as fenced:
+            producer.send(out, b"k", b"after")
+        with pytest.raises(ContainerFenced):
+            producer.send(out, b"k", b"and after")  # shut for good, without asking again
+        producer.flush()
+    finally:
+        mine.close()
+        theirs.close()
+        producer.close()
+        other.close()
+    assert [r.value for r in consume_all(broker, out)] == [b"before", b"within the lease"]
+    assert fenced.value.taken == {TASK: (2, theirs.claimant)}
+    assert f"{TASK} by {theirs.claimant} (generation 2)" in str(fenced.value)
+
+
+def test_a_commits_fencing_check_that_sees_a_takeover_shuts_the_gate(broker, topic_name):
+    create_topic(broker, topic_name, 1, compact=True)
+    producer = Producer(broker)
+    writer = CheckpointWriter(producer, topic_name)
+    mine, theirs = Fence(broker, topic_name), Fence(broker, topic_name)
+    try:
+        mine.claim([TASK], {}, writer)
+        gate = SendGate(mine, lease_s=60)
+        theirs.claim([TASK], read_checkpoints(broker, topic_name), writer)
+        assert mine.lost() == {TASK: 2}
+        assert gate.error is not None and gate.error.taken == {TASK: (2, theirs.claimant)}
+        producer.guard(gate)
+        with pytest.raises(ContainerFenced):
+            producer.send(topic_name, b"k", b"v")
+    finally:
+        mine.close()
+        theirs.close()
         producer.close()

@@ -101,7 +101,8 @@ class Job:
 
     def checkpoint_records(self, partitions: tuple[int, ...]) -> int:
         names = {f"Partition {p}".encode() for p in partitions}
-        return sum(1 for r in consume_all(self.broker, self.checkpoints) if r.key in names)
+        # keyed <task>#<generation>#<claimant> (issue 28), or by task name before
+        return sum(1 for r in consume_all(self.broker, self.checkpoints) if r.key.split(b"#")[0] in names)
 
 
 def standby_caught_up(job: Job, metrics: Path, partitions: tuple[int, ...]) -> bool:

@@ -4,9 +4,11 @@ the highest ownership generation, the first claimant of a generation owning it."
 from __future__ import annotations
 
 import doctest
+from typing import NamedTuple
 
 from samzapy import checkpoint as checkpoint_module
-from samzapy.checkpoint import CheckpointFold, TaskCheckpoint
+from samzapy.checkpoint import CheckpointFold, TaskCheckpoint, checkpoint_key
+from samzapy.kafka.compaction import compact
 from samzapy.streams import SystemStreamPartition
 
 SSP = SystemStreamPartition("kafka", "in", 0)
@@ -16,6 +18,31 @@ def cp(
     generation: int, offset: int, claimant: str | None = None, task: str = "Partition 0"
 ) -> TaskCheckpoint:
     return TaskCheckpoint(task, {SSP: offset}, {"counts": offset * 10}, generation, claimant)
+
+
+class Rec(NamedTuple):
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+def commit(generation: int, offset: int, claimant: str, claimed_at: int) -> TaskCheckpoint:
+    """A commit's checkpoint, naming the offset of its writer's claim."""
+    record = cp(generation, offset, claimant)
+    record.claim_offset = claimed_at
+    return record
+
+
+def records(*checkpoints: TaskCheckpoint) -> list[Rec]:
+    """The records a CheckpointWriter writes for ``checkpoints``, at offsets 0, 1, ..."""
+    return [Rec(i, checkpoint_key(c), c.to_bytes()) for i, c in enumerate(checkpoints)]
+
+
+def folded(log: list[Rec]) -> CheckpointFold:
+    result = CheckpointFold()
+    for record in log:
+        result.add_record(record, "checkpoints")
+    return result
 
 
 def fold(*records: TaskCheckpoint) -> CheckpointFold:
@@ -57,12 +84,57 @@ def test_tasks_are_folded_apart() -> None:
     }
 
 
-def test_a_tombstone_removes_the_checkpoint_but_keeps_the_generations() -> None:
+def test_a_tombstone_removes_the_records_of_its_key_but_keeps_the_generations() -> None:
     log = fold(cp(2, 5, "b"))
-    log.remove("Partition 0")
+    log.remove(checkpoint_key(cp(2, 5, "b")))
     assert log.checkpoints == {}
-    assert log.add(cp(1, 9, "a")) is False  # still a zombie's
+    assert log.highest_seen("Partition 0") == 2
     assert log.add(cp(3, 9, "c")) is True
+
+
+def test_the_first_claim_owns_a_generation_even_when_compaction_removed_it() -> None:
+    # a's claim of generation 2 (offset 1) comes first; b's claim of 2 (offset 2) lost, yet
+    # lands after a's last commit; a's commits carry the offset of a's claim
+    log = records(cp(1, 5, "z"), cp(2, 5, "a"), cp(2, 5, "b"), commit(2, 9, "a", claimed_at=1), cp(2, 4, "b"))
+    assert [r.offset for r in compact(log)] == [0, 3, 4]
+    for kept in (log, compact(log)):
+        assert folded(kept).checkpoints["Partition 0"] == commit(2, 9, "a", claimed_at=1)
+        assert folded(kept).owner("Partition 0", 2) == "a"
+
+
+def test_a_zombie_record_landing_last_cannot_be_all_that_compaction_leaves() -> None:
+    # the zombie (generation 1) lands its commit after the replacement's (generation 2) last one
+    log = records(cp(1, 5, "a"), cp(1, 7, "a"), cp(2, 7, "b"), commit(2, 9, "b", claimed_at=2), cp(1, 8, "a"))
+    compacted = compact(log)
+    assert [r.offset for r in compacted] == [3, 4]
+    assert folded(compacted).checkpoints == folded(log).checkpoints == {"Partition 0": commit(2, 9, "b", 2)}
+    # keyed by task name (before issue 28), the same log read right but compacted wrong
+    old = [Rec(r.offset, b"Partition 0", r.value) for r in log]
+    assert folded(old).checkpoints["Partition 0"] == commit(2, 9, "b", 2)
+    assert folded(compact(old)).checkpoints["Partition 0"] == cp(1, 8, "a")
+
+
+def test_the_owner_tombstones_lower_generations_and_lost_claims_after_its_first_commit() -> None:
+    log = folded(records(cp(1, 5, "a"), cp(2, 5, "b"), cp(2, 5, "c"), commit(2, 6, "b", claimed_at=1)))
+    stale = log.superseded("Partition 0", 2, "b")
+    assert stale == (checkpoint_key(cp(1, 0, "a")), checkpoint_key(cp(2, 0, "c")))
+    after = records(cp(1, 5, "a"), cp(2, 5, "b"), cp(2, 5, "c"), commit(2, 6, "b", claimed_at=1))
+    after += [Rec(4 + i, key, None) for i, key in enumerate(stale)]
+    for kept in (after, compact(after, drop_tombstones=False), compact(after)):
+        assert folded(kept).checkpoints == {"Partition 0": commit(2, 6, "b", 1)}
+    assert [r.offset for r in compact(after)] == [3]
+
+
+def test_a_topic_keyed_by_task_name_reads_as_before() -> None:
+    log = [
+        Rec(i, b"Partition 0", c.to_bytes())
+        for i, c in enumerate([cp(1, 5, "a"), cp(2, 5, "b"), cp(1, 7, "a")])
+    ]
+    found = folded(log)
+    assert found.checkpoints == {"Partition 0": cp(2, 5, "b")}
+    assert found.record_keys("Partition 0") == (b"Partition 0",)
+    found.add_record(Rec(3, b"Partition 0", None), "t")  # the old way to delete a task
+    assert found.checkpoints == {}
 
 
 def test_claimant_round_trips_and_is_absent_when_unset() -> None:

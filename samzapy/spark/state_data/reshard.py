@@ -276,10 +276,11 @@ def _drop_old_partitions(base: Path, stores: list[StoreConfig], partitions: int,
 def _write_checkpoints(
     job: JobConfig, servers: str, write: WriteStats, partitions: int, old_tasks: int
 ) -> None:
-    from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
+    from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoint_fold
     from samzapy.kafka.producer import Producer
 
-    current = read_checkpoints(servers, job.checkpoint_topic)
+    fold = read_checkpoint_fold(servers, job.checkpoint_topic)
+    current = fold.checkpoints
     generation = max((c.generation for c in current.values()), default=0)
     ends = _input_ends(servers, job, partitions)
     producer = Producer(servers)
@@ -292,7 +293,8 @@ def _write_checkpoints(
             changelogs = {p.store: p.offset for p in write.partitions if p.partition == partition}
             writer.write(TaskCheckpoint(name, inputs, changelogs, generation))
         for partition in range(partitions, old_tasks):
-            producer.send(job.checkpoint_topic, f"Partition {partition}".encode(), None, partition=0)
+            for key in fold.record_keys(f"Partition {partition}"):  # a record per generation
+                writer.tombstone(key)
         producer.flush()
     finally:
         producer.close()
