@@ -239,6 +239,7 @@ def _timestamp(timestamp: str | Callable[[Any], int] | None, where: Where) -> Ca
             return value[name]
 
         field_time.__qualname__ = f"timestamp field {name!r}"
+        field_time.field = name  # type: ignore[attr-defined]  # read directly on the hot path
         return field_time
     msg = f"{where}: timestamp= must be a field name or a function of the value, got {timestamp!r}"
     raise PipelineError(msg)

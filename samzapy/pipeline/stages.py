@@ -52,6 +52,7 @@ from samzapy.operators.key_encoding import MIN_MS
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
 from samzapy.pipeline.api import Node, function_where
 from samzapy.pipeline.specs import Counted, Hopping, Session, Sliding, Tumbling
+from samzapy.serdes import StringSerde
 from samzapy.streams import SystemStream
 from samzapy.task import OutgoingMessageEnvelope
 
@@ -119,11 +120,17 @@ class Clock(Stage):
     def sources(self, roots: list[Any]) -> list[str]:
         """The event-time sources of this clock, given the roots that feed it."""
         self._many = len(roots) > 1
+        self._names: dict[tuple[int, str], str] = {}
         return [root.qualify(s, self._many) for root in roots for s in root.source_names()]
 
     def source(self, root: Any, raw: str) -> str:
-        """The name of ``raw`` (a lineage source or a topic) as this clock knows it."""
-        return root.qualify(raw, self._many)
+        """The name of ``raw`` (a lineage source or a topic) as this clock knows it (cached:
+        once per record on the hot path)."""
+        key = (id(root), raw)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = root.qualify(raw, self._many)
+        return name
 
 
 class MapStage(Stage):
@@ -350,6 +357,8 @@ class WindowStage(Clock):
         self.late_total = StoredCounter(store, LATE_KEY)
         self.late_metric = task.metrics.counter("late-messages")
         self.bound = MIN_MS
+        self._hopping = isinstance(self.assigner, HoppingWindows)
+        self._str_keys = isinstance(key_serde, StringSerde)
 
     def start(self, sources: list[str]) -> None:
         """Build the operators, once the sources are known."""
@@ -376,7 +385,7 @@ class WindowStage(Clock):
 
     def before(self, root: Any, source: str, ts: int, lineage: Lineage | None) -> None:
         """Lateness bound of the record, then its source's progress (as the counter does)."""
-        name = self.source(root, source)
+        name = self._names.get((id(root), source)) or self.source(root, source)
         if lineage is None:
             self.bound = self.time.watermark.current
             self.time.advance(name, ts)
@@ -401,8 +410,9 @@ class WindowStage(Clock):
         if self._closed(ts, self.bound):
             self._late(key, value)
             return
-        kb = self.serde.to_bytes(key)
-        if isinstance(self.assigner, HoppingWindows):
+        # A str key under the string serde: its UTF-8 bytes without the serde's call (hot path).
+        kb = key.encode() if self._str_keys and type(key) is str else self.serde.to_bytes(key)
+        if self._hopping:
             added = self.windows.add(kb, ts, value, closed_before=self.bound)
         else:
             added = self.windows.add(kb, ts, value)
@@ -643,7 +653,11 @@ class Root:
         self.topic = topic
         self.children: list[Stage] = []
         self.clocks: list[Clock] = []
+        #: The clocks that act after a record went down (a stream-stream join).
+        self.after_clocks: list[Clock] = []
         self.ts_fn = node.args.get("timestamp")
+        #: The field holding the event time, when ``timestamp=`` named one (no call per record).
+        self.ts_field: str | None = getattr(self.ts_fn, "field", None)
 
     def source_names(self) -> list[str]:
         """The event-time sources this root stands for."""
@@ -656,13 +670,17 @@ class Root:
     def receive(self, envelope: Any) -> None:
         """A data record of the topic."""
         value = envelope.message
-        ts = envelope.timestamp if self.ts_fn is None else self._time(value)
+        if self.ts_field is not None and type(value) is dict and self.ts_field in value:
+            ts = value[self.ts_field]
+        else:
+            ts = envelope.timestamp if self.ts_fn is None else self._time(value)
         for clock in self.clocks:
             clock.before(self, self.topic, ts, None)
         for child in self.children:
             child.push(envelope.key, value, ts, None)
-        for clock in self.clocks:
-            clock.after(self, self.topic, ts, None)
+        if self.after_clocks:
+            for clock in self.after_clocks:
+                clock.after(self, self.topic, ts, None)
 
     def _time(self, value: Any) -> int:
         return call_user(self, self.ts_fn, value)  # type: ignore[arg-type]
@@ -736,7 +754,7 @@ class KeyByReceive(Root):
             clock.before(self, source, ts, lineage)
         for child in self.children:
             child.push(envelope.key, envelope.message, ts, None)
-        for clock in self.clocks:
+        for clock in self.after_clocks:
             clock.after(self, source, ts, lineage)
 
     def control(self, envelope: Any, kind: bytes, source: str | None, watermark: int) -> None:

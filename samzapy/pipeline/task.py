@@ -220,6 +220,8 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
             seen.add(id(target))
             if isinstance(target, Clock):
                 root.clocks.append(target)
+                if type(target).after is not Clock.after:
+                    root.after_clocks.append(target)
                 self._feeding.setdefault(id(target), []).append(root)
             if not isinstance(target, KeyBySend):
                 todo.extend(target.children)
