@@ -307,6 +307,35 @@ KEYS: tuple[KeySpec, ...] = (
         field="rack",
     ),
     _key(
+        "job.coordinator.acceptable.recovery.lag",
+        int_type(0),
+        FROM_MODEL,
+        "Group mode (Kafka Streams' acceptable.recovery.lag): a task moves from a live member to another "
+        "only when the other's copy of its stores (a standby, a warm-up copy, local checkpoints) is at most "
+        "this many changelog records behind; otherwise it stays and the other member warms up a copy first.",
+        _JOB,
+        field="acceptable_recovery_lag",
+    ),
+    _key(
+        "job.coordinator.probing.rebalance.interval.ms",
+        int_type(100),
+        FROM_MODEL,
+        "Group mode: while warm-up copies exist, a member holding one asks for a rebalance this often, so "
+        "that a task moves once its copy has caught up.",
+        _JOB,
+        field="probing_rebalance_interval_ms",
+    ),
+    _key(
+        "job.coordinator.max.warmup.replicas",
+        int_type(0),
+        FROM_MODEL,
+        "Group mode: warm-up copies the group keeps at once (Kafka Streams' max.warmup.replicas, whose "
+        "default is 2); 0, the default here, moves tasks at once (a restore on the new member, from a "
+        "snapshot when the store has them). A dead member's tasks always move at once.",
+        _JOB,
+        field="max_warmup_replicas",
+    ),
+    _key(
         "job.standbytasks.replication.factor",
         int_type(1),
         FROM_MODEL,

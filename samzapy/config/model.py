@@ -174,6 +174,9 @@ class JobConfig:
     instance_id: str | None = None  # group mode: static membership (group.instance.id)
     rack: str | None = None  # group mode: standbys avoid the racks of their task's other copies
     standby_replication_factor: int = 1  # 1: no standby copies (samzapy/container/standby.py)
+    acceptable_recovery_lag: int = 10_000  # group mode: a move waits for a copy this close (records)
+    probing_rebalance_interval_ms: int = 60_000  # group mode: how often warm-up copies are checked
+    max_warmup_replicas: int = 0  # group mode: warm-up copies at once (0, the default: moves never wait)
     max_concurrency: int = 1
     logged_store_base_dir: Path = Path("state")
     consumer_bootstrap_servers: str = "localhost:9092"

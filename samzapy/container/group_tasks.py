@@ -134,6 +134,7 @@ class GroupTasks:
         if change.assignment is not None:
             self.assignment = change.assignment
             self._tasks.stand_by(change.assignment.standbys)
+            self._tasks.warm_up(change.assignment.warmups)  # KIP-441: copies before a move here
         if change.assigned:
             self._claim_and_restore(sorted(change.assigned))
         if self._tasks.start_restored() or change:
@@ -202,12 +203,13 @@ class GroupTasks:
 
     def _log_share(self) -> None:
         log.info(
-            "group %s generation %s: running tasks %s, restoring %s, standbys %s",
+            "group %s generation %s: running tasks %s, restoring %s, standbys %s, warming up %s",
             self.membership.group_id,
             self.membership.generation,
             self._running() or "none",
             self._tasks.restoring() or "none",
             self._tasks.standbys() or "none",
+            self._tasks.warming_up() or "none",
         )
 
     # ----------------------------------------------------------------- tasks moving

@@ -169,7 +169,8 @@ class Standbys(Protocol):
 
 
 class StandbyFollower:
-    """Keeps the standby replicas on the manager's standby set: restarted when it changes.
+    """Keeps the standby replicas on the manager's standby and warming-up copies: restarted
+    when they change (a warm-up copy is kept up like a standby until its task moves here).
 
     Args:
         manager: the task manager.
@@ -185,9 +186,10 @@ class StandbyFollower:
     def tasks_changed(self, changes: Sequence[Transition]) -> None:
         """Restart the replicas when a standby came or went (a promoted one stops first, so
         that its last local checkpoint is there for the restore)."""
-        if not any(TaskState.STANDBY in (c.before, c.after) for c in changes):
+        copies = (TaskState.STANDBY, TaskState.WARMING_UP)
+        if not any(c.before in copies or c.after in copies for c in changes):
             return
-        wanted = self._manager.standbys()
+        wanted = sorted(set(self._manager.standbys()) | set(self._manager.warming_up()))
         if wanted == self._following:
             return
         self.stop()

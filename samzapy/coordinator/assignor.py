@@ -28,7 +28,7 @@ from typing import Any
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from samzapy.coordinator.placement_rules import MemberState, place_tasks
+from samzapy.coordinator.placement_rules import MemberState, hold_for_warmups, place_tasks
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,7 @@ class TaskAssignment:
         endpoints: every running task's query endpoint (for routing interactive queries).
         withheld: tasks placed on this member but held back for this round because another
             member still owns them (they arrive in the follow-up round).
+        warmups: tasks this member warms up a copy of before they move to it (KIP-441).
     """
 
     generation: int
@@ -72,6 +73,20 @@ class TaskAssignment:
     standbys: tuple[int, ...] = ()
     endpoints: dict[int, str] = field(default_factory=dict)
     withheld: tuple[int, ...] = ()
+    warmups: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class WarmupRules:
+    """When a move waits for a warm copy (``job.coordinator.*``; placement rule 5).
+
+    Attributes:
+        acceptable_lag: the changelog records a receiver's copy may be behind.
+        max_warmups: warm-up copies at once in the group (0: moves never wait).
+    """
+
+    acceptable_lag: int = 10_000
+    max_warmups: int = 0
 
 
 class TaskAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python ships no types
@@ -81,13 +96,21 @@ class TaskAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-py
         inputs: the job's input topics (task ``N`` takes partition ``N`` of each).
         standby_copies: standbys per task (``job.standbytasks.replication.factor - 1``).
         local_state: called for each subscription, returns what this member holds now.
+        warmup: when moves wait for a warm copy (default: never).
     """
 
     name = "samzapy-tasks"
     version = 1
 
-    def __init__(self, inputs: Sequence[str], standby_copies: int, local_state: Callable[[], LocalState]):
+    def __init__(
+        self,
+        inputs: Sequence[str],
+        standby_copies: int,
+        local_state: Callable[[], LocalState],
+        warmup: WarmupRules | None = None,
+    ):
         self._inputs = sorted(set(inputs))
+        self._warmup = warmup or WarmupRules()
         self._standby_copies = standby_copies
         self._local_state = local_state
         self._actives: tuple[int, ...] = ()
@@ -120,6 +143,8 @@ class TaskAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-py
         counts = {t: len(cluster.partitions_for_topic(t) or ()) for t in self._inputs}
         tasks = range(max(counts.values(), default=0))
         placement = place_tasks(tasks, states, self._standby_copies)
+        rules = self._warmup
+        placement = hold_for_warmups(placement, states, rules.acceptable_lag, rules.max_warmups)
         owners: dict[int, set[str]] = {}
         for state in states:
             for task in state.previous_actives:
@@ -134,6 +159,7 @@ class TaskAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-py
                 "standbys": list(share.standbys),
                 "endpoints": {str(t): e for t, e in sorted(placement.endpoints.items())},
                 "withheld": withheld,
+                "warmups": list(share.warmups),
             }
             partitions = [(topic, [p for p in now if p < counts[topic]]) for topic in self._inputs]
             result[member_id] = ConsumerProtocolAssignment(
@@ -186,6 +212,7 @@ def decode_assignment(user_data: bytes, generation: int) -> TaskAssignment:
         standbys=tuple(body.get("standbys", ())),
         endpoints={int(t): e for t, e in body.get("endpoints", {}).items()},
         withheld=tuple(body.get("withheld", ())),
+        warmups=tuple(body.get("warmups", ())),
     )
 
 
@@ -195,4 +222,9 @@ def _wire_partitions(schema: Any, topics: list[str], tasks: Iterable[int]) -> li
 
 
 def _summary(result: dict[str, ConsumerProtocolAssignment]) -> str:
-    return "; ".join(f"{m}: {json.loads(a.user_data)['actives']}" for m, a in sorted(result.items()))
+    parts = []
+    for member, assignment in sorted(result.items()):
+        body = json.loads(assignment.user_data)
+        warm = f" (warming up {body['warmups']})" if body.get("warmups") else ""
+        parts.append(f"{member}: {body['actives']}{warm}")
+    return "; ".join(parts)

@@ -36,7 +36,7 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, T
 from kafka.errors import KafkaError
 
 from samzapy.config import JobConfig
-from samzapy.coordinator.assignor import LocalState, TaskAssignment, TaskAssignor
+from samzapy.coordinator.assignor import LocalState, TaskAssignment, TaskAssignor, WarmupRules
 from samzapy.kafka import group_state
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,10 @@ class GroupMembership:
     ) -> None:
         self.group_id = job.group_id
         self.instance_id = instance_id
-        self.assignor = TaskAssignor(inputs, job.standby_replication_factor - 1, local_state)
+        warmup = WarmupRules(job.acceptable_recovery_lag, job.max_warmup_replicas)
+        self.assignor = TaskAssignor(inputs, job.standby_replication_factor - 1, local_state, warmup)
+        self._probe_every_s = job.probing_rebalance_interval_ms / 1000
+        self._probe_at: float | None = None  # monotonic: the next probing rebalance, while warming up
         self._notes = _Notes(self)
         self._seen_assignment: TaskAssignment | None = None
         self.rebalances = 0
@@ -212,9 +215,31 @@ class GroupMembership:
             while not self._stop.is_set():
                 self._consumer.poll(timeout_ms=POLL_MS)  # paused partitions: no records, only the protocol
                 self._commit_offsets()
+                self._maybe_probe()
         except BaseException as error:  # handed to the run loop, which stops the container
             self.failed = error
             log.exception("group %s: the membership thread failed", self.group_id)
+
+    def _maybe_probe(self) -> None:
+        """While this member warms up copies, ask for a rebalance every probing interval.
+
+        The leader then moves a task whose copy here has caught up (KIP-441).
+        """
+        assignment = self.assignor.assignment
+        if assignment is None or not assignment.warmups:
+            self._probe_at = None
+            return
+        now = time.monotonic()
+        if self._probe_at is None:
+            self._probe_at = now + self._probe_every_s
+        elif now >= self._probe_at and self._state.stable_generation() is not None:
+            log.info(
+                "group %s: probing rebalance: are the warm-up copies of tasks %s caught up?",
+                self.group_id,
+                list(assignment.warmups),
+            )
+            self._probe_at = now + self._probe_every_s
+            self._state.request_rejoin()
 
     def poll(self) -> Rebalance:
         """What the rebalances completed since the last call changed (empty when nothing did).

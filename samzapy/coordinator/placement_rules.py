@@ -15,6 +15,12 @@ rules can be tested on their own. The rules, in order of precedence:
 4. **Standbys**: each task gets ``copies`` standbys on members other than its active (never
    two copies on one member), preferring a rack the task's other copies are not on, then a
    member that already holds the task's state, then the least loaded.
+5. **Warm-up before a move** (Kafka Streams' KIP-441, :func:`hold_for_warmups`, when
+   ``job.coordinator.max.warmup.replicas`` > 0): a task the rules above move away from a live
+   member stays there while the new member's copy is more than the acceptable lag behind; the
+   new member keeps a warm-up copy meanwhile (at most ``max_warmups`` in the group), and a
+   later (probing) rebalance moves the task once the copy has caught up. A task whose owner
+   left moves at once: there is nobody to wait on.
 
 The unit everywhere is the task (partition N of every input, with its stores), never a lone
 input partition.
@@ -57,10 +63,14 @@ class MemberState:
 
 @dataclass(frozen=True)
 class MemberAssignment:
-    """The tasks one member runs (actives) and keeps warm copies of (standbys), sorted."""
+    """The tasks one member runs, keeps warm copies of, and warms up before they move to it.
+
+    All three sorted: ``actives``, ``standbys``, ``warmups``.
+    """
 
     actives: tuple[int, ...] = ()
     standbys: tuple[int, ...] = ()
+    warmups: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -195,3 +205,55 @@ def _desc(member_id: str) -> tuple[int, ...]:
     Ties go to the smallest id, so every leader breaks them the same way.
     """
     return (*(-ord(c) for c in member_id), 1)
+
+
+def hold_for_warmups(
+    placement: Placement, members: Sequence[MemberState], acceptable_lag: int, max_warmups: int
+) -> Placement:
+    """Rule 5 of the module docstring applied to ``placement``.
+
+    Moves whose receiver is more than ``acceptable_lag`` changelog records behind the current
+    owner wait, with a warm-up copy on the receiver (at most ``max_warmups``; the others wait
+    without one, for a later round). ``max_warmups`` <= 0 returns ``placement`` as it is.
+
+    >>> a = MemberState("a", held={0: 50_000, 1: 50_000}, previous_actives=frozenset({0, 1}))
+    >>> b = MemberState("b", held={1: 49_990})
+    >>> held = hold_for_warmups(place_tasks([0, 1], [a, b]), [a, b], 1_000, 2)
+    >>> held.members["a"].actives, held.members["b"].actives, held.members["b"].warmups
+    ((0,), (1,), ())
+    >>> b = MemberState("b")
+    >>> held = hold_for_warmups(place_tasks([0, 1], [a, b]), [a, b], 1_000, 2)
+    >>> held.members["a"].actives, held.members["b"].actives, held.members["b"].warmups
+    ((0, 1), (), (1,))
+    """
+    if max_warmups <= 0:
+        return placement
+    by_id = {m.member_id: m for m in members}
+    owner = {t: m for m, share in placement.members.items() for t in share.actives}
+    standbys = {m: set(share.standbys) for m, share in placement.members.items()}
+    warmups: dict[str, set[int]] = {m: set() for m in placement.members}
+    used = 0
+    for task in sorted(owner):
+        receiver = by_id[owner[task]]
+        previous = [m for m in by_id.values() if task in m.previous_actives and m is not receiver]
+        if not previous:
+            continue  # a new task, or its owner left: it moves at once
+        current = max(previous, key=lambda m: (m.freshness(task), _desc(m.member_id)))
+        if current.freshness(task) - receiver.freshness(task) <= acceptable_lag:
+            continue
+        owner[task] = current.member_id
+        standbys[current.member_id].discard(task)
+        if used < max_warmups:
+            warmups[receiver.member_id].add(task)
+            standbys[receiver.member_id].discard(task)
+            used += 1
+    members_out = {
+        m: MemberAssignment(
+            tuple(sorted(t for t, o in owner.items() if o == m)),
+            tuple(sorted(standbys[m])),
+            tuple(sorted(warmups[m])),
+        )
+        for m in placement.members
+    }
+    endpoints = {t: e for t, o in owner.items() if (e := by_id[o].endpoint)}
+    return Placement(members_out, endpoints)

@@ -60,6 +60,13 @@ class CoordinatorState:
         """Whether the member has to (re)join before it is stable again."""
         return bool(self._coordinator.need_rejoin())
 
+    def request_rejoin(self) -> None:
+        """Ask for a rebalance at the member's next poll; call it from the polling thread.
+
+        A probing rebalance: KIP-441's check whether warm-up copies have caught up.
+        """
+        self._coordinator.request_rejoin()
+
     def joined(self) -> bool:
         """Whether the member is in the group or joining it (not out of it)."""
         return bool(self._coordinator.state != MemberState.UNJOINED)

@@ -1,0 +1,80 @@
+"""Moves that wait for a warm copy in group mode (KIP-441, issue 30): a member joining a group
+whose tasks have large state takes them only after its warm-up copies caught up, found out by
+a probing rebalance; the moved tasks restore from the warm-up copy's checkpoint (a short tail),
+and every count is exact. Real dev broker, member subprocesses."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from group_support import KeyedProducer, checkpointed_total, member_config, produce_keyed, running_tasks
+from support import changelog_counts, create_topic, kill9, start_job, wait_for
+
+pytestmark = [pytest.mark.integration]
+
+TASKS = 4
+WARMUP = {
+    "job.coordinator.max.warmup.replicas": "2",
+    "job.coordinator.acceptable.recovery.lag": "2000",
+    "job.coordinator.probing.rebalance.interval.ms": "1500",
+}
+RESTORED = re.compile(
+    r"restored KafkaChangelog\('[^']+', (\d+)\) to changelog offset \d+ from ([^:]+): (\d+) records"
+)
+
+
+def warming_up(log: Path) -> list[str]:
+    """Every "warming up" list the member logged, in order."""
+    return re.findall(r"warming up (\[[^\]]*\]|none)", log.read_text(errors="replace"))
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        kill9(process)
+
+
+def test_a_joining_member_takes_tasks_only_after_its_warm_up_copies_caught_up(tmp_path, broker):
+    name = "group-warmup"
+    checkpoints = f"__samza_checkpoint_ver_1_for_{name}_1"
+    create_topic(broker, f"{name}-in", TASKS)
+    expected = produce_keyed(broker, f"{name}-in", 60_000, 40_000, seed=30)
+    logs = {m: tmp_path / f"{m}.log" for m in "ab"}
+    a = start_job(member_config(tmp_path, broker, name, "a", **WARMUP), log=logs["a"])
+    b = None
+    producer = None
+    try:
+        wait_for(lambda: running_tasks(logs["a"]) == list(range(TASKS)), 90, what="a to run every task")
+        wait_for(lambda: checkpointed_total(broker, checkpoints) >= 60_000, 120, what="a to count the input")
+        producer = KeyedProducer(broker, f"{name}-in", keys=40_000, rate=300, seed=31)
+        b = start_job(member_config(tmp_path, broker, name, "b", **WARMUP), log=logs["b"])
+        wait_for(lambda: any(w != "none" for w in warming_up(logs["b"])), 90, what="b to warm up copies")
+        first = next(i for i, w in enumerate(warming_up(logs["b"])) if w != "none")
+        running_then = re.findall(r"running tasks (\[[^\]]*\]|none)", logs["b"].read_text())[first]
+        assert running_then == "none"  # b took nothing before its copies were warm
+        wait_for(lambda: len(running_tasks(logs["b"])) == TASKS // 2, 120, what="b to take its tasks")
+        expected += producer.stop()
+        total = sum(expected.values())
+        wait_for(lambda: checkpointed_total(broker, checkpoints) == total, 90, what="everything counted")
+    finally:
+        if producer is not None and not producer._stop.is_set():
+            producer.stop()
+        for process in (p for p in (a, b) if p is not None):
+            stop(process)
+    text = logs["a"].read_text() + logs["b"].read_text()
+    assert "probing rebalance: are the warm-up copies of tasks" in text
+    moved = running_tasks(logs["b"])
+    for task in moved:  # restored from the warm-up copy's checkpoint: a tail, not 15,000 records
+        base, replayed = [
+            (f, int(n)) for p, f, n in RESTORED.findall(logs["b"].read_text()) if int(p) == task
+        ][-1]
+        assert base.startswith("local checkpoint") and replayed < 2_000, (task, base, replayed)
+    counts, _ = changelog_counts(broker, f"{name}-counts-changelog")
+    assert counts == dict(expected)

@@ -1,0 +1,72 @@
+"""Moves that wait for a warm copy (KIP-441, placement rule 5): the pure rule, then the assignor
+over rounds of the group protocol (no broker), as kafka-python's coordinator drives it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from test_coordinator_assignor import INPUTS, Cluster, rebalance  # noqa: E402
+
+from samzapy.coordinator.assignor import LocalState, TaskAssignor, WarmupRules  # noqa: E402
+from samzapy.coordinator.placement_rules import MemberState, hold_for_warmups, place_tasks  # noqa: E402
+
+OWNER = MemberState("a", held={t: 100_000 for t in range(4)}, previous_actives=frozenset(range(4)))
+
+
+def test_a_move_to_a_cold_member_waits_with_a_warm_up_copy_at_most_max_warmups() -> None:
+    cold = MemberState("b")
+    placed = place_tasks(range(4), [OWNER, cold])
+    assert placed.members["b"].actives == (2, 3)  # balance alone would move two tasks at once
+    held = hold_for_warmups(placed, [OWNER, cold], acceptable_lag=1_000, max_warmups=1)
+    assert held.members["a"].actives == (0, 1, 2, 3) and held.members["b"].actives == ()
+    assert held.members["b"].warmups == (2,)  # one warm-up copy; task 3 waits for a later round
+
+
+def test_a_copy_within_the_acceptable_lag_moves_at_once() -> None:
+    warm = MemberState("b", held={2: 99_500, 3: 50})
+    held = hold_for_warmups(place_tasks(range(4), [OWNER, warm]), [OWNER, warm], 1_000, 2)
+    assert held.members["b"].actives == (2,) and held.members["b"].warmups == (3,)
+    assert held.members["a"].actives == (0, 1, 3)
+
+
+def test_a_dead_owners_tasks_and_max_warmups_zero_move_at_once() -> None:
+    alone = MemberState("b")
+    placed = place_tasks(range(4), [alone])  # a left the group: nobody to wait on
+    assert hold_for_warmups(placed, [alone], 0, 2).members["b"].actives == (0, 1, 2, 3)
+    placed = place_tasks(range(4), [OWNER, alone])
+    assert hold_for_warmups(placed, [OWNER, alone], 0, 0) == placed
+
+
+class Member:
+    def __init__(self, member_id: str, rules: WarmupRules) -> None:
+        self.member_id = member_id
+        self.state = LocalState()
+        self.assignor = TaskAssignor(INPUTS, 0, lambda: self.state, rules)
+
+    def join(self):
+        from types import SimpleNamespace
+
+        from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+        wire = self.assignor.metadata(set(INPUTS)).encode()
+        return SimpleNamespace(member_id=self.member_id, metadata=ConsumerProtocolSubscription.decode(wire))
+
+
+def test_a_joining_member_warms_up_then_takes_its_tasks_at_a_probing_rebalance() -> None:
+    cluster = Cluster({"clicks": 4, "views": 4})
+    rules = WarmupRules(acceptable_lag=1_000, max_warmups=2)
+    a, b = Member("a", rules), Member("b", rules)
+    rebalance([a], cluster, 1)
+    a.state = LocalState(held={t: 80_000 for t in range(4)})
+    rebalance([a, b], cluster, 2)  # b joins cold
+    assert a.assignor.assignment.actives == (0, 1, 2, 3)  # nothing stopped, nothing moved
+    assert b.assignor.assignment.actives == () and b.assignor.assignment.warmups == (2, 3)
+    b.state = LocalState(held={2: 79_500, 3: 60_000})  # its copy of 2 caught up, of 3 not yet
+    rebalance([a, b], cluster, 3)  # the probing rebalance: 2 moves (revoked from a first)
+    assert a.assignor.assignment.actives == (0, 1, 3) and b.assignor.assignment.withheld == (2,)
+    assert b.assignor.assignment.warmups == (3,)
+    rebalance([a, b], cluster, 4)
+    assert b.assignor.assignment.actives == (2,) and b.assignor.assignment.warmups == (3,)
