@@ -13,30 +13,29 @@ from typing import Any
 from samzapy.operators.event_time import control_of
 from samzapy.pipeline.api import Node, PipelineError
 from samzapy.pipeline.compiler import APP_KEY, Plan
+from samzapy.pipeline.join_stages import (
+    JoinSide,
+    LookupStage,
+    StreamJoinStage,
+    StreamTableStage,
+    TableTableStage,
+    TemporalJoinStage,
+)
 from samzapy.pipeline.loader import load_app
+from samzapy.pipeline.roots import KeyByReceive, KeyBySend, Root, TableRoot
 from samzapy.pipeline.stages import (
     BranchStage,
     Clock,
     DedupStage,
     FilterStage,
     FlatMapStage,
-    JoinSide,
-    KeyByReceive,
-    KeyBySend,
-    LookupStage,
     MapStage,
     ProcessStage,
-    Root,
     SinkStage,
     Stage,
-    StreamJoinStage,
-    StreamTableStage,
-    TableRoot,
-    TableTableStage,
-    TemporalJoinStage,
     ToStage,
-    WindowStage,
 )
+from samzapy.pipeline.window_stage import WindowStage
 from samzapy.serdes import BUILTIN_SERDES
 from samzapy.stores.versioned import VersionedStore
 from samzapy.streams import SystemStream
