@@ -1,6 +1,7 @@
 """What the status page shows, as JSON (``/status.json``): the job, this container, every task
 with its state, the inputs' lag over the last minutes, rates, commit time, store sizes,
-dropped and dead-lettered counts, recent changes, and the other containers of the job.
+dropped and dead-lettered counts, recent changes, the other containers of the job, and the
+restore left in this container and in the job (:mod:`samzapy.status.restore_eta`).
 
 A :class:`StatusSampler` thread reads the container's metrics every :data:`SAMPLE_EVERY_S`
 seconds and keeps :data:`SAMPLES_KEPT` samples: rates, restore progress and the lag charts
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from samzapy.health import ContainerStatus
 from samzapy.metrics import MetricsRegistry
 from samzapy.reporters.periodic import registry_snapshot
+from samzapy.status.restore_eta import container_restore, job_restore, task_restore
 from samzapy.streams import SystemStreamPartition, task_name_for
 
 if TYPE_CHECKING:
@@ -165,10 +167,30 @@ class StatusReport:
             "inputs": self._inputs(samples),
             "rate_history": self._rate_history(samples),
             "events": [{"at": round(at, 3), "text": text} for at, text in self.status.events()],
+            "restore": self._restore(health["tasks"], metrics, samples),
         }
-        if with_peers and self.peers is not None:
-            document["peers"] = self.peers()
+        if with_peers:
+            peers = self.peers() if self.peers is not None else None
+            if peers is not None:
+                document["peers"] = peers
+            others = [p.get("restore") for p in peers or []]
+            # the job's, when the others are known; else this container's alone
+            document["job_restore"] = job_restore([document["restore"], *others])
         return document
+
+    @staticmethod
+    def _restore(
+        states: dict[str, str], metrics: dict[str, Any], samples: list[Sample]
+    ) -> dict[str, Any] | None:
+        """This container's remaining restore, every restoring task counted (module doc)."""
+        stores = {group: found for group, found in metrics.items() if group.startswith("store.")}
+        progress = {
+            name: task_restore(found for group, found in stores.items() if group.endswith(f".{name}"))
+            for name in states
+        }
+        rate = sum(_rate(samples, group, "restore-replayed-records") for group in stores)
+        restoring = [name for name, state in sorted(states.items(), key=_task_order) if state == "restoring"]
+        return container_restore(restoring, progress, rate)
 
     def _task(self, name: str, state: str, metrics: dict[str, Any], samples: list[Sample]) -> dict[str, Any]:
         values = metrics.get(f"task.{name}", {})

@@ -129,4 +129,5 @@ def _peer(name: str, url: str | None, token: str | None) -> dict[str, Any]:
         "tasks": [t["name"] for t in tasks],
         "messages_per_s": found.get("totals", {}).get("messages_per_s"),
         "lag": found.get("totals", {}).get("lag"),
+        "restore": found.get("restore"),
     }
