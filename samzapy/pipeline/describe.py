@@ -63,3 +63,28 @@ def _fn(fn: Any) -> str:
     from samzapy.pipeline.api import function_where
 
     return f"{getattr(fn, '__qualname__', repr(fn))} ({function_where(fn)})"
+
+
+def properties_text(properties: list[Any]) -> str:
+    """The job configuration as a ``.properties`` file (``=``, ``:``, ``#``, ``!``, ``\\`` and
+    leading spaces escaped), with where each key came from as a comment.
+
+    >>> from samzapy.config.properties import Property
+    >>> print(properties_text([Property("job.name", "a=b", "app.py", 3)]), end="")
+    # app.py:3
+    job.name=a\\=b
+    """
+    lines = []
+    for prop in properties:
+        lines.append(f"# {prop.location}")
+        lines.append(f"{prop.key}={_escape(prop.value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _escape(value: str) -> str:
+    out = value.replace("\\", "\\\\")
+    for ch in "=:#!":
+        out = out.replace(ch, "\\" + ch)
+    if out.startswith(" "):
+        out = "\\" + out
+    return out.replace("\n", "\\n")
