@@ -22,7 +22,7 @@ from pathlib import Path
 
 from benchmarks._common import ROOT, SIZES
 
-#: name -> module, in the order they run (the cheap ones first).
+#: name -> module (and its arguments, after a space), in the order they run (the cheap ones first).
 BENCHMARKS = {
     "cli_start": "benchmarks.bench_cli_start",
     "store": "benchmarks.bench_store",
@@ -31,6 +31,7 @@ BENCHMARKS = {
     "naive_window": "benchmarks.bench_naive_window",
     "window_kinds": "benchmarks.bench_window_kinds",
     "restore": "benchmarks.bench_restore",
+    "restore_small": "benchmarks.bench_restore --shape small-partitions",
     "snapshots": "benchmarks.bench_snapshots",
     "spark_restore": "benchmarks.bench_spark_restore",
     "state_data": "benchmarks.bench_state_data",
@@ -74,14 +75,18 @@ def machine() -> dict[str, object]:
     }
 
 
-def run_one(name: str, module: str, size: str) -> dict:
-    """Run one benchmark; its result dict plus ``seconds`` and ``peak_rss_mb``."""
+def run_one(name: str, spec: str, size: str) -> dict:
+    """Run one benchmark (``spec``: its module, then its arguments).
+
+    Its result dict plus ``seconds`` and ``peak_rss_mb``.
+    """
+    module, *extra = spec.split()
     source = ROOT / (module.replace(".", "/") + ".py")
     if not source.exists():
         return {"name": name, "rows": [], "notes": [f"{source.name} is not there"], "missing": True}
     speaks_protocol = "--result" in source.read_text() or "arguments(" in source.read_text()
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        command = [sys.executable, "-m", module]
+        command = [sys.executable, "-m", module, *extra]
         if speaks_protocol:
             command += ["--size", size, "--result", out.name]
         started = time.perf_counter()

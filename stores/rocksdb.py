@@ -304,6 +304,8 @@ class RocksDBStore(RawStore):
             StoreCorruptError: the copy does not open (the live directory is left empty).
             StorageFailure: the copy failed (a full disk).
         """
+        if source is None and self._holds_nothing():
+            return  # already empty: a fresh database would cost ~10 ms of file creation and fsyncs
         self._close_discarded()
         shutil.rmtree(self.path, ignore_errors=True)
         if source is not None:
@@ -317,6 +319,23 @@ class RocksDBStore(RawStore):
             shutil.rmtree(self.path, ignore_errors=True)
             self._db = open_rdict(self.path, self.options, self.lock_timeout_s)
             raise
+
+    def _holds_nothing(self) -> bool:
+        """Whether nothing was ever written to the open database: no table file, empty logs.
+
+        A store opened on a new or wiped directory (every column family included, unlike a
+        look at the default one's entries). Any doubt counts as "written": the caller then
+        rebuilds the directory.
+        """
+        if self._db is None:
+            return False
+        try:
+            for entry in os.scandir(self.path):
+                if entry.name.endswith(".sst") or (entry.name.endswith(".log") and entry.stat().st_size):
+                    return False
+        except OSError:
+            return False
+        return True
 
     def _close_discarded(self) -> None:
         try:
