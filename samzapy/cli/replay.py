@@ -98,17 +98,23 @@ def replay(
     handoff: str,
     staging_dir: str | None,
 ) -> None:
-    """Replay a job's input history through its own task class in Spark."""
+    """Replay a job's input history through its own task class in Spark (--config-path may
+    name a pipeline: app.py or package.module:app)."""
     from samzapy.config import load_config
 
     start_spec, stop_spec = _offsets(start, "--from"), _offsets(stop, "--to")
     start_ms, stop_ms = _time(from_time, "--from-time"), _time(to_time, "--to-time")
     if not logging.getLogger().handlers:  # run alone (spark-submit), not under ``samzapy``
         setup_logging()
+    from samzapy.pipeline.loader import is_app_spec, pipeline_replay_config
     from samzapy.spark.replay.driver import replay as run_replay
 
+    if is_app_spec(config_path):  # a pipeline: app.py or package.module:app
+        config = pipeline_replay_config(config_path, overrides)
+    else:
+        config = load_config(config_path, overrides)
     stats = run_replay(
-        load_config(config_path, overrides),
+        config,
         start=start_spec,
         from_time=start_ms,
         stop=stop_spec,

@@ -183,6 +183,25 @@ def pipeline_job(spec: str, overrides: Sequence[str] = (), properties: str | Non
     return job
 
 
+def pipeline_replay_config(spec: str, overrides: Sequence[str] = ()) -> Config:
+    """The raw configuration a Spark replay of the app runs with (``samzapy replay --config-path
+    app.py``): :func:`pipeline_config` with its intermediate topics' partition counts asked
+    from the broker (they exist: a replay reads the history a run wrote). The recorded plan is
+    neither checked nor written: a replay writes no state the next run restores."""
+    from samzapy.config import parse_job_config
+    from samzapy.kafka.broker import resolve_bootstrap_servers
+
+    config = pipeline_config(spec, overrides)
+    job = parse_job_config(config, check_task_class=True)
+    plan = load_app(spec).plan()
+    if not plan.intermediates or TASKS_KEY in config:
+        return config
+    counts = _partition_counts(resolve_bootstrap_servers(job.producer_bootstrap_servers), plan)
+    count = max([c for c in counts.values() if c] or [1])
+    extra = {f"systems.kafka.streams.{t}.partitions": count for t in plan.intermediates.values()}
+    return config.with_overrides({**extra, TASKS_KEY: count})
+
+
 def _partition_counts(servers: str, plan: Any) -> dict[str, int | None]:
     """The partition count of each source topic (``None``: it does not exist yet)."""
     from samzapy.kafka.admin import TopicAdmin

@@ -61,7 +61,10 @@ def test_a_pipeline_app_runs_on_the_broker_as_in_process_and_refuses_a_rename(
     produce_json(broker, f"{name}-views", PARTITIONS, views)
     produce_end_of_stream(broker, f"{name}-views")
     app_file = _write_app(tmp_path / "counts_app.py", name)
-    servers = [f"--config=systems.kafka.consumer.bootstrap.servers={broker}"]
+    servers = [
+        f"--config=systems.kafka.consumer.bootstrap.servers={broker}",
+        f"--config=job.logged.store.base.dir={tmp_path / 'state'}",
+    ]
     result = run_job(app_file, "--exit-at-end", *servers)
     assert result.returncode == 0, result.stderr[-3000:]
     ran = {i: (r.key, r.value) for i, r in dedup_by_id(consume_all(broker, f"{name}-counts")).items()}
