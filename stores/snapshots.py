@@ -53,27 +53,33 @@ class JobSnapshots:
         job: the job; its stores' ``backs_up_snapshots`` / ``restores_from_snapshots`` choose.
         blob: the blob store.
         metrics: the container's group (the uploader's counters).
+        upload: whether to start the uploader (the tools only restore: no).
     """
 
-    def __init__(self, job: JobConfig, blob: BlobStore, metrics: MetricsGroup) -> None:
+    def __init__(
+        self, job: JobConfig, blob: BlobStore, metrics: MetricsGroup, *, upload: bool = True
+    ) -> None:
         self.job = job
         self.blob = blob
         self.label = job_label(job.job_name, job.job_id)
         self._backed_up = {s.name for s in job.stores.values() if s.backs_up_snapshots}
         self._carried: dict[tuple[str, str], str] = {}  # (task, store) -> named at restore
         self.uploader = (
-            SnapshotUploader(blob, self.label, snapshot_settings(job), metrics) if self._backed_up else None
+            SnapshotUploader(blob, self.label, snapshot_settings(job), metrics)
+            if self._backed_up and upload
+            else None
         )
 
     @classmethod
-    def for_job(cls, job: JobConfig, metrics: MetricsGroup) -> JobSnapshots | None:
-        """Snapshots for ``job``, or ``None`` when no store uses ``blobstore``."""
+    def for_job(cls, job: JobConfig, metrics: MetricsGroup, *, upload: bool = True) -> JobSnapshots | None:
+        """Snapshots for ``job``, or ``None`` when no store uses ``blobstore``; ``upload=False``
+        only restores (no uploader thread)."""
         used = any(s.backs_up_snapshots or s.restores_from_snapshots for s in job.stores.values())
         blob = job_blob_store(job) if used else None
         if blob is None:
             return None
         log.info("store snapshots in %s", blob.describe())
-        return cls(job, blob, metrics)
+        return cls(job, blob, metrics, upload=upload)
 
     def source(self, store: StoreConfig, partition: int, checkpoint: Any) -> SnapshotSource | None:
         """Where a restore of ``store`` of task ``partition`` may find a base (``None``: the

@@ -19,7 +19,10 @@ Two targets:
   job must be stopped.
 
 A directory that already holds a restored store is brought forward incrementally: its
-newest local checkpoint is the base and only the records after it are read.
+newest local checkpoint is the base and only the records after it are read. A store that
+restores from snapshots (``stores.<store>.restore.factories`` naming ``blobstore``) starts from
+the newest usable snapshot in the job's blob store when it is newer than that base
+(``stores/snapshot_restore.py``).
 """
 
 from __future__ import annotations
@@ -35,12 +38,13 @@ from samzapy.checkpoint import TaskCheckpoint, read_checkpoints
 from samzapy.config import StoreConfig
 from samzapy.errors import SamzapyError, StoreLockedError
 from samzapy.kafka.producer import Producer
-from samzapy.metrics import MetricsRegistry
+from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.ondisk.locks import locked_stores
 from samzapy.progress import NoProgress, Progress
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store, store_dir
+from samzapy.stores.snapshots import JobSnapshots
 from samzapy.streams import task_name_for
 from samzapy.tools.common import (
     BadInputError,
@@ -53,6 +57,7 @@ from samzapy.tools.common import (
 
 if TYPE_CHECKING:
     from samzapy.checkpoint import ChangelogFence
+    from samzapy.stores.snapshot_restore import SnapshotSource
 
 log = logging.getLogger(__name__)
 
@@ -149,8 +154,11 @@ def restore_stores(
         targets = _plan(servers, chosen, partitions, checkpoints, to_checkpoint)
         progress.begin(sum(t.end for t in targets))
         serdes = SerdeResolver(setup.job)
+        # stores with stores.<store>.restore.factories naming blobstore start from a snapshot
+        snapshots = JobSnapshots.for_job(setup.job, MetricsGroup("state-storage-tool"), upload=False)
         for target in targets:
-            report.partitions.append(_restore_one(target, path, servers, producer, serdes, progress))
+            source = None if snapshots is None else snapshots.source(target.store, target.partition, None)
+            report.partitions.append(_restore_one(target, path, servers, producer, serdes, progress, source))
         if producer is not None:
             producer.flush()  # trim writes acknowledged before we say "done"
     finally:
@@ -205,6 +213,7 @@ def _restore_one(
     producer: Producer | None,
     serdes: SerdeResolver,
     progress: Progress,
+    snapshots: SnapshotSource | None = None,
 ) -> PartitionRestore:
     store = target.store
     assert store.changelog is not None
@@ -214,7 +223,7 @@ def _restore_one(
         changelog.pin_end(target.end)  # read-only: the restore can never reach a trim
     engine = _build(store, target.partition, path, changelog, serdes)
     try:
-        stats = engine.restore(target.offset, fence=target.fence)
+        stats = engine.restore(target.offset, fence=target.fence, snapshots=snapshots)
         if target.offset is not None:
             engine.checkpoint(target.offset)  # the local checkpoint + OFFSET the job trusts
     except SamzapyError as exc:
