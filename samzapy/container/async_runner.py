@@ -101,10 +101,10 @@ class AsyncTaskRunner:
         self.instance = instance
         self._policy = policy
         self._loop = loop
-        self.capacity = job.async_queue_size
+        self.capacity: int = job.async_queue_size
         self._lanes: list[deque[_Held]] = [deque() for _ in range(job.max_concurrency)]
         self._workers: list[asyncio.Task[None] | None] = [None] * job.max_concurrency
-        self._timeout_s = job.callback_timeout_ms / 1000 if job.callback_timeout_ms else None
+        self._timeout_s: float | None = job.callback_timeout_ms / 1000 if job.callback_timeout_ms else None
         self._max_retries = job.retry_max_attempts
         self._backoff_s = job.retry_backoff_ms / 1000
         self._delay_s = job.process_delay_ms / 1000 if job.process_delay_ms is not None else None
@@ -207,7 +207,7 @@ class AsyncTaskRunner:
             except TimeoutError as exc:
                 self._timeouts.inc()
                 error = TimeoutError(
-                    f"took longer than task.callback.timeout.ms={self._timeout_s * 1000:.0f}"
+                    f"took longer than task.callback.timeout.ms={(self._timeout_s or 0) * 1000:.0f}"
                 )
                 error.__cause__ = exc
             except Exception as exc:

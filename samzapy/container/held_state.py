@@ -12,12 +12,16 @@ def held_state(job: JobConfig, task_count: int) -> dict[int, int]:
     """Per task (partition number) with a local copy of every logged RocksDB store, the sum
     over those stores of the changelog offset of the newest local checkpoint, its own or a
     standby's (higher is fresher). Tasks without such a copy of each store are left out."""
-    logged = [s for s in job.stores.values() if s.changelog is not None and s.engine == "rocksdb"]
+    logged = [
+        (s.name, s.changelog.stream)
+        for s in job.stores.values()
+        if s.changelog is not None and s.engine == "rocksdb"
+    ]
     if not logged:
         return {}
     held: dict[int, int] = {}
     for partition in range(task_count):
-        offsets = [_newest(job, config.name, config.changelog.stream, partition) for config in logged]
+        offsets = [_newest(job, name, topic, partition) for name, topic in logged]
         if all(o is not None for o in offsets):
             held[partition] = sum(o for o in offsets if o is not None)
     return held

@@ -41,13 +41,14 @@ def ensure_output_topic(
 ) -> int:
     """The partition count of output ``stream``, creating its topic when missing (see the
     module docstring); with ``create=False`` (a replay writing files) only the count."""
-    existing = admin.partition_count(stream.stream)
+    existing: int | None = admin.partition_count(stream.stream)
     if existing is not None:
         return existing
     configured = job.stream(stream).partitions or job.default_partitions or task_count
     if not create:
         return configured
-    return admin.ensure_topic(stream.stream, configured, replication_factor=job.replication_factor)
+    created: int = admin.ensure_topic(stream.stream, configured, replication_factor=job.replication_factor)
+    return created
 
 
 class TaskBuilder:
