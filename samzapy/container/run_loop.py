@@ -297,9 +297,10 @@ class Container:
                 instance_id=self.instance_id,
             )
             if self._queries is not None:  # queries route with the group's task -> endpoint map
-                self._queries.service.placement = GroupPlacement(
-                    self.group, running_of(manager), self._queries.url
-                )
+                group = self.group
+                placement = GroupPlacement(lambda: group.assignment, self._queries.url)
+                manager.subscribe(placement)
+                self._queries.service.placement = placement
         else:
             manager.stand_by(
                 standby_tasks_of(

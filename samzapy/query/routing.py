@@ -10,9 +10,12 @@ Two placements, one per coordination mode:
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from samzapy.container.assignment import other_containers, owner_of, tasks_of
+from samzapy.container.task_states import ACTIVE, TaskState, Transition
+from samzapy.coordinator.assignor import TaskAssignment
 
 #: An owner: a container id (asked through the directory) or a URL (asked directly).
 Owner = int | str
@@ -52,21 +55,34 @@ class StaticPlacement:
 
 
 class GroupPlacement:
-    """A group member: its tasks are those it runs now; the others' owners are the URLs of the
-    latest assignment (``group`` is the container's
-    :class:`~samzapy.container.group_tasks.GroupTasks`)."""
+    """A group member: its tasks are those it restores or runs now, as the container's task
+    manager tells it (a listener: :meth:`tasks_changed`); the others' owners are the URLs of
+    the latest assignment (``assignment`` returns it, ``None`` before the first).
 
-    def __init__(self, group: Any, tasks: Any, own_url: str) -> None:
-        self._group = group
-        self._tasks = tasks
+    Thread-safe: the set of this member's tasks is replaced whole at every change.
+    """
+
+    def __init__(self, assignment: Callable[[], TaskAssignment | None], own_url: str) -> None:
+        self._assignment = assignment
         self._own_url = own_url
+        self._mine: frozenset[int] = frozenset()
+
+    def tasks_changed(self, changes: Sequence[Transition]) -> None:
+        """A task restoring or running here is this member's; one closed here is not."""
+        mine = set(self._mine)
+        for change in changes:
+            if change.after in (TaskState.RESTORING, TaskState.RUNNING):
+                mine.add(change.task.partition)
+            elif change.after is TaskState.CLOSED and change.before in ACTIVE:
+                mine.discard(change.task.partition)
+        self._mine = frozenset(mine)
 
     def mine(self) -> list[int]:
         """The tasks this member runs or restores now."""
-        return sorted({t.partition for t in self._tasks()} | set(self._group.restoring()))
+        return sorted(self._mine)
 
     def _endpoints(self) -> dict[int, str]:
-        assignment = self._group.assignment
+        assignment = self._assignment()
         return {} if assignment is None else dict(assignment.endpoints)
 
     def owner(self, partition: int) -> Owner | None:

@@ -19,7 +19,9 @@ from samzapy.container.task_builder import TaskBuilder
 from samzapy.container.task_instance import TaskInstance
 from samzapy.container.task_manager import TaskManager
 from samzapy.container.task_states import IllegalTransition, ManagedTask, TaskState, Transition
+from samzapy.coordinator.assignor import TaskAssignment
 from samzapy.metrics import MetricsRegistry
+from samzapy.query.routing import GroupPlacement
 from samzapy.streams import task_name_for
 
 S = TaskState
@@ -238,3 +240,20 @@ def test_close_closes_running_restoring_and_standby_tasks_and_says_it_is_closing
         "2 standby -> closed",
     ]
     assert Closing.closed == [0] and manager.running() == () and manager.standbys() == []
+
+
+def test_the_group_query_placement_follows_the_managers_tasks_and_routes_by_the_assignment(setup) -> None:
+    manager, _, _ = setup
+    assignment = TaskAssignment(3, actives=(0, 1), endpoints={0: "http://me", 1: "http://me", 2: "http://b"})
+    placement = GroupPlacement(lambda: assignment, "http://me")
+    manager.subscribe(placement)
+
+    manager.assign({0: None, 1: None})
+    restoring = placement.mine()
+    manager.start_restored()
+    manager.revoke([1])
+    manager.stand_by([3])
+
+    assert restoring == [0, 1] and placement.mine() == [0]
+    assert placement.owner(2) == "http://b" and placement.owner(0) is None
+    assert placement.others() == ["http://b"]
