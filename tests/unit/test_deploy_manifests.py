@@ -21,7 +21,6 @@ from samzapy.config import Config, load_config, parse_job_config
 from samzapy.config.keys import find_spec, is_reserved
 from samzapy.config.model import ReporterSpec
 from samzapy.config.types import COORDINATOR_FACTORY_ALIASES
-from samzapy.container.group_tasks import check_group_mode
 from samzapy.streams import SystemStream
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,8 +121,8 @@ def test_the_configmap_parses_with_its_task_class(path: Path, tmp_path: Path) ->
     if path == STATIC:
         assert (job.coordinator, job.container_count) == ("passthrough", 2)
     else:
+        # parse_job_config checked what group mode refuses (it raises ConfigError otherwise)
         assert (job.coordinator, job.group_id, job.session_timeout_ms) == ("group", GROUP_ID, 30_000)
-        check_group_mode(job)  # group mode accepts the job (raises ConfigError otherwise)
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
