@@ -53,8 +53,8 @@ class Commit:
        of stores backed up to a blob store are handed to the background uploader
        (``stores/snapshots.py``); the commit does not wait for them.
 
-    Fencing is not a step: the run loop asks the fence which tasks another container took
-    over and drops them *before* calling the commit (``run_loop.Container._commit``).
+    Fencing is not a step: the task manager asks the fence which tasks another container took
+    over and loses them *before* calling the commit (``task_manager.TaskManager.commit``).
 
     Args:
         producer: the container's producer (outputs, changelogs and checkpoints).
