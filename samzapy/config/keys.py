@@ -453,6 +453,29 @@ KEYS: tuple[KeySpec, ...] = (
         field="max_concurrency",
     ),
     _key(
+        "task.input.order",
+        choice_type("timestamp", "arrival"),
+        FROM_MODEL,
+        "How a task with several inputs (a join, a merge) takes their records. `timestamp`: the "
+        "smallest record timestamp first, among records at hand (bootstrap streams and higher "
+        "`samza.priority` before that; ties by `task.inputs` order, then offset), waiting for an "
+        "input whose next records are on the broker, so a streaming run over a backlog and its "
+        "Spark replay see the same order. `arrival`: as the polls return them.",
+        _TASK,
+        field="input_order",
+    ),
+    _key(
+        "task.max.idle.ms",
+        int_type(0, disabled=-1),
+        FROM_MODEL,
+        "With `task.input.order=timestamp`: how long a task waits for a caught-up input to "
+        "receive more records before it processes its other inputs, possibly out of timestamp "
+        "order (Kafka Streams' `max.task.idle.ms`). 0 waits only for records already on the "
+        "broker; -1 never waits. `--exit-at-end` never waits for an input at its end.",
+        _TASK,
+        field="max_idle_ms",
+    ),
+    _key(
         "task.drop.deserialization.errors",
         BOOL,
         FROM_MODEL,

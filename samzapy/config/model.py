@@ -178,6 +178,8 @@ class JobConfig:
     probing_rebalance_interval_ms: int = 60_000  # group mode: how often warm-up copies are checked
     max_warmup_replicas: int = 0  # group mode: warm-up copies at once (0, the default: moves never wait)
     max_concurrency: int = 1
+    input_order: str = "timestamp"  # task.input.order: timestamp (merged, as the replay) or arrival
+    max_idle_ms: int | None = 0  # task.max.idle.ms: wait for a caught-up input; None: never wait
     logged_store_base_dir: Path = Path("state")
     consumer_bootstrap_servers: str = "localhost:9092"
     producer_bootstrap_servers: str = "localhost:9092"

@@ -76,6 +76,11 @@ class Inputs:
                 log.info("%s: bootstrap streams caught up; delivering %s", part.task.task_name, part.ssp)
         self._assigned = wanted
 
+    @property
+    def assigned(self) -> frozenset[TopicPartition]:
+        """The partitions read now (a bootstrapping task's other inputs are not)."""
+        return frozenset(self._assigned)
+
     def drop_tasks(self, kept: list[Any], position: dict[SystemStreamPartition, int]) -> None:
         """Stop reading the partitions of every task not in ``kept`` (e.g. fenced ones); the
         partitions kept continue from ``position`` (records polled but not processed come again)."""

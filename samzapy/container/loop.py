@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from samzapy.config import JobConfig
+from samzapy.container.input_order import input_source
 from samzapy.crashpoints import pause_point
 from samzapy.metrics import MetricsGroup
 from samzapy.streams import SystemStreamPartition
@@ -109,6 +110,9 @@ class RunLoop:
     ) -> None:
         self._tasks = tasks
         self._inputs = inputs
+        # What is polled: the inputs, or (task.input.order=timestamp) their records merged by
+        # timestamp for tasks with several inputs (samzapy/container/input_order.py).
+        self._source = input_source(job, inputs, exit_at_end=exit_at_end)
         self._side_inputs = side_inputs
         self._runner = runner
         self._head_flusher = head_flusher
@@ -157,11 +161,11 @@ class RunLoop:
         bounded polls, no blocking while they hold work, and no poll at all while full."""
         runner = self._runner
         if runner is None:
-            return self._inputs.poll(POLL_TIMEOUT_MS, MAX_POLL_RECORDS), MAX_POLL_RECORDS
+            return self._source.poll(POLL_TIMEOUT_MS, MAX_POLL_RECORDS), MAX_POLL_RECORDS
         max_records = runner.poll_budget(MAX_POLL_RECORDS)
         if runner.full:
             return [], max_records
-        return self._inputs.poll(0 if runner.busy else POLL_TIMEOUT_MS, max_records), max_records
+        return self._source.poll(0 if runner.busy else POLL_TIMEOUT_MS, max_records), max_records
 
     def _still_owned(self, polled: list[Any], group: Membership) -> list[Any]:
         """``polled`` once the member's lease holds, without the tasks it lost meanwhile."""

@@ -11,9 +11,11 @@ Delivery order, deterministic for a given plan:
 
 1. the task's bootstrap streams (``samza.bootstrap=true``) from start to stop, before anything
    else — a streaming job started on this history would read them to their end first too;
-2. the other streams merged by record timestamp, ties broken by ``samza.priority`` (higher
-   first), then stream order; each partition stays in offset order (a k-way merge of the
-   partitions' offset-ordered records, never a sort that could reorder one partition).
+2. the other streams merged as a streaming run with ``task.input.order=timestamp`` takes a
+   backlog (:func:`samzapy.container.input_order.order_key`): higher ``samza.priority`` first,
+   then record timestamp, ties by stream order in ``task.inputs``, then offset; each partition
+   stays in offset order (a k-way merge of the partitions' offset-ordered records, never a
+   sort that could reorder one partition).
 
 ``window()`` is called by event time, not wall-clock time: whenever the largest record
 timestamp seen has advanced by ``task.window.ms`` since the last call (before the record that
@@ -32,7 +34,6 @@ the task's checkpoint. RocksDB stores are also written as SST files for the driv
 
 from __future__ import annotations
 
-import heapq
 import logging
 import shutil
 import tempfile
@@ -225,21 +226,23 @@ def _build_instance(
 
 def merged_records(plan: TaskPlan, servers: str, consumers: list[Any]) -> Iterator[tuple[int, Any]]:
     """``(input index, record)`` in delivery order (module doc); opened consumers go to ``consumers``."""
+    from samzapy.container.input_order import merge_in_order
     from samzapy.kafka.reading import read_partition, reader_consumer
     from samzapy.records import TopicPartition
 
-    def records(index: int, rng: InputRange) -> Iterator[tuple[tuple[int, int, int, int], int, Any]]:
+    def records(rng: InputRange) -> Iterator[Any]:
         consumer = reader_consumer(servers)
         consumers.append(consumer)
         for batch in read_partition(consumer, TopicPartition(rng.stream, rng.partition), rng.start, rng.stop):
-            for record in batch:
-                yield (record.timestamp, -rng.priority, index, record.offset), index, record
+            yield from batch
 
-    indexed = list(enumerate(plan.inputs))
-    for bootstrap in (True, False):
-        sources = [records(i, r) for i, r in indexed if r.bootstrap is bootstrap and r.stop > r.start]
-        for _, index, record in heapq.merge(*sources):
-            yield index, record
+    # The plan lists a task's inputs in task.inputs order (absent streams left out, which
+    # keeps the others' relative order): the index is the streaming run's tie-break too.
+    indexed = [(i, r) for i, r in enumerate(plan.inputs) if r.stop > r.start]
+    where = {(r.stream, r.partition): i for i, r in indexed}
+    sources = [((int(r.bootstrap), r.priority, i, r.partition), records(r)) for i, r in indexed]
+    for record in merge_in_order(sources):
+        yield where[record.topic, record.partition], record
 
 
 def _process(instance: Any, plan: TaskPlan, servers: str, window_ms: int | None) -> int:
