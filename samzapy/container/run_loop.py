@@ -59,7 +59,6 @@ from samzapy.container.task_followers import (
     InputsFollower,
     StandbyFollower,
     StatusFollower,
-    running_of,
 )
 from samzapy.container.task_instance import TaskInstance
 from samzapy.container.task_manager import TaskManager
@@ -380,7 +379,11 @@ class Container:
         if at_head:
             self._head_flusher = HeadFlusher([], names=at_head)
             manager.subscribe(HeadFlushFollower(manager, self._head_flusher))
-        register_container_gauges(self.registry, running_of(manager), None)
+        # At and after shutdown the sums stay those of the tasks that ran to the end (the
+        # reporters' last snapshot is sent after the tasks closed).
+        register_container_gauges(
+            self.registry, lambda: self._final_tasks if manager.closing else manager.running(), None
+        )
         manager.subscribe(GaugeFollower(manager, self.registry, self._inputs))
         manager.subscribe(StatusFollower(manager, self.status))
         self._standby = StandbyFollower(manager, self._standby_starter(consumer_servers, task_count))

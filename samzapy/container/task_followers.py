@@ -25,7 +25,6 @@ from samzapy.container.head_flush import HeadFlusher
 from samzapy.container.inputs import Inputs
 from samzapy.container.loop import positions
 from samzapy.container.startup import input_partitions
-from samzapy.container.task_instance import TaskInstance
 from samzapy.container.task_manager import TaskManager
 from samzapy.container.task_states import ACTIVE, ManagedTask, TaskState, Transition
 from samzapy.health import ContainerStatus
@@ -202,8 +201,3 @@ class StandbyFollower:
         if self._replicas is not None:
             self._replicas.stop()
             self._replicas = None
-
-
-def running_of(manager: TaskManager) -> Callable[[], list[TaskInstance]]:
-    """The running tasks as a list, read at call time (the query service's and gauges' view)."""
-    return lambda: list(manager.running())
