@@ -274,7 +274,7 @@ class Container:
         self._input_counts = input_counts
         self._follow_tasks(manager, consumer_servers, input_counts, task_count)
         if any(s.restore_engine == "spark" for s in job.stores.values()):  # refused in group mode
-            from samzapy.spark.bulk_restore import restore_for_container  # needs the spark extra
+            from samzapy.spark.restore import restore_for_container  # needs the spark extra
 
             adopt_standby_checkpoints(job, mine)
             restore_for_container(job, mine, checkpoints)
