@@ -211,7 +211,7 @@ class StatusReport:
                 _number(values.get("dead-lettered")) + _number(values.get("dead-letter-references"))
             ),
             "stores": [
-                {"name": store, "disk_bytes": int(_number(found.get("disk-bytes")))}
+                {"name": store, "disk_bytes": int(_number(found.get("disk-bytes"))), **_snapshot_lag(found)}
                 for store, _, found in stores
             ],
             "restore": None,
@@ -295,3 +295,11 @@ def _task_order(item: tuple[str, str]) -> tuple[int, str]:
     name = item[0]
     digits = name.rsplit(" ", 1)[-1]
     return (int(digits), name) if digits.isdigit() else (1 << 30, name)
+
+
+def _snapshot_lag(found: dict[str, Any]) -> dict[str, int]:
+    """``snapshot_lag_records`` of a store backed up to a blob store: the changelog records
+    committed since its newest complete snapshot (absent for a store without snapshots)."""
+    if "snapshot-lag-records" not in found:
+        return {}
+    return {"snapshot_lag_records": int(_number(found.get("snapshot-lag-records")))}
