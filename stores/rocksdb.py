@@ -37,7 +37,13 @@ from samzapy.stores.failures import (
     status_text,
     storage_failure,
 )
-from samzapy.stores.rocksdb_options import ContainerMemory, RocksDBOptions
+from samzapy.stores.rocksdb_options import (
+    ContainerMemory,
+    MemoryBudget,
+    RocksDBOptions,
+    join_budget,
+    leave_budget,
+)
 from samzapy.stores.rocksdb_views import LiveRocksDBView
 
 __all__ = [
@@ -150,15 +156,21 @@ class RocksDBStore(RawStore):
         self.path = path
         self.options = options or RocksDBOptions()
         self.lock_timeout_s = lock_timeout_s
+        self._budget: MemoryBudget | None = None
         self._db: Rdict | None = self._open_or_wipe()
 
     def _open_or_wipe(self) -> Rdict:
         try:
-            return open_rdict(self.path, self.options, self.lock_timeout_s)
+            return self._opened(open_rdict(self.path, self.options, self.lock_timeout_s))
         except StoreCorruptError as exc:
             log.warning("%s; wiping it, the changelog restore rebuilds it", str(exc))
             shutil.rmtree(self.path, ignore_errors=True)
-            return open_rdict(self.path, self.options, self.lock_timeout_s)
+            return self._opened(open_rdict(self.path, self.options, self.lock_timeout_s))
+
+    def _opened(self, db: Rdict) -> Rdict:
+        """``db``, counted in the process's memory budget if there is one (``join_budget``)."""
+        self._budget = join_budget(db, self.options)
+        return db
 
     def _live(self) -> Rdict:
         """The open database (a bug to ask after :meth:`close`)."""
@@ -314,11 +326,22 @@ class RocksDBStore(RawStore):
             except OSError as exc:
                 raise self._failure(exc, f"copying the local checkpoint {source}") from exc
         try:
-            self._db = open_rdict(self.path, self.options, self.lock_timeout_s)
+            self._db = self._opened(open_rdict(self.path, self.options, self.lock_timeout_s))
         except StoreCorruptError:
             shutil.rmtree(self.path, ignore_errors=True)
-            self._db = open_rdict(self.path, self.options, self.lock_timeout_s)
+            self._db = self._opened(open_rdict(self.path, self.options, self.lock_timeout_s))
             raise
+
+    def memory_usage(self) -> dict[str, int]:
+        """What RocksDB reports of this database's memory, in bytes.
+
+        ``block-cache-usage`` (of the cache it uses, which stores may share),
+        ``cur-size-all-mem-tables`` (its memtables, active and being flushed) and
+        ``estimate-table-readers-mem`` (index and filter blocks held outside the cache).
+        """
+        db = self._live()
+        names = ("block-cache-usage", "cur-size-all-mem-tables", "size-all-mem-tables", "estimate-table-readers-mem")
+        return {name: int(db.property_int_value(f"rocksdb.{name}") or 0) for name in names}
 
     def _holds_nothing(self) -> bool:
         """Whether nothing was ever written to the open database: no table file, empty logs.
@@ -355,6 +378,7 @@ class RocksDBStore(RawStore):
         db, self._db = self._db, None
         if db is None:
             return
+        leave_budget(db, self._budget)
         failure = None
         try:
             db.close()

@@ -356,6 +356,19 @@ KEYS: tuple[KeySpec, ...] = (
         field="logged_store_base_dir",
     ),
     _key(
+        "job.rocksdb.memory.bytes",
+        int_type(1),
+        FROM_MODEL,
+        "One memory budget for every RocksDB store of a process (Kafka Streams' bounded-memory "
+        "config setter, Flink's managed memory): one block cache of this size for all stores, "
+        "index and filter blocks in it, and the memtables charged to it, half of it at most "
+        "(each store's memtables sized to its part). It replaces the stores' "
+        "`container.cache.size.bytes` and `container.write.buffer.size.bytes` (the latter "
+        "still caps a memtable). Unset: per-store memory.",
+        _JOB,
+        field="rocksdb_memory_bytes",
+    ),
+    _key(
         "job.default.system",
         NAME,
         "the only configured system (kafka)",

@@ -181,6 +181,7 @@ class JobConfig:
     input_order: str = "timestamp"  # task.input.order: timestamp (merged, as the replay) or arrival
     max_idle_ms: int | None = 0  # task.max.idle.ms: wait for a caught-up input; None: never wait
     logged_store_base_dir: Path = Path("state")
+    rocksdb_memory_bytes: int | None = None  # one RocksDB memory budget for the process's stores
     consumer_bootstrap_servers: str = "localhost:9092"
     producer_bootstrap_servers: str = "localhost:9092"
     replication_factor: int = 1

@@ -76,6 +76,7 @@ from samzapy.query.startup import RunningQueries, start_queries
 from samzapy.reporters import Reporters, register_container_gauges
 from samzapy.serdes import SerdeResolver
 from samzapy.status import RunningStatus, start_status
+from samzapy.stores.rocksdb_options import budget_of, use_memory_budget
 from samzapy.stores.snapshots import JobSnapshots
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import AsyncStreamTask
@@ -111,6 +112,7 @@ class Container:
             )
             raise BadArgumentError(msg)
         self.job = job
+        use_memory_budget(budget_of(job.rocksdb_memory_bytes))  # before any store opens (side inputs too)
         self.container_id = container_id
         self.exit_at_end = exit_at_end
         self.metrics_path = metrics_path

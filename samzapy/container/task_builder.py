@@ -29,6 +29,7 @@ from samzapy.context import StoreContext
 from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.factory import build_store
+from samzapy.stores.rocksdb_options import budget_of, use_memory_budget
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.user_code import user_failure
 
@@ -81,6 +82,7 @@ class TaskBuilder:
         snapshots: Any = None,
     ) -> None:
         self.job = job
+        use_memory_budget(budget_of(job.rocksdb_memory_bytes))  # for the stores built from now on
         self._snapshots = snapshots
         self.base_dir = base_dir
         self.registry = registry
