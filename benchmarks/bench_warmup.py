@@ -1,0 +1,164 @@
+"""Warm-up benchmark (issue 30): how long a task stops when it moves to a member joining a
+group, with and without KIP-441 warm-up copies.
+
+A counting job in group mode: member a runs all 4 tasks and counts ``--count`` messages of
+distinct keys (so each task's changelog holds ``count / 4`` records); then member b joins. b
+gets 2 of the tasks:
+
+- **without warm-up** (``job.coordinator.max.warmup.replicas=0``): at once; a revokes them
+  (commit, close), b restores each from its whole changelog, then processes;
+- **with warm-up** (``max.warmup.replicas=2``, acceptable lag 1,000 records, probing every
+  second): b first keeps warm-up copies (restored and kept up from the changelog like
+  standbys) while a goes on processing the tasks; a probing rebalance moves them once the
+  copies caught up, and b restores each from its copy's checkpoint.
+
+Measured from the members' logs: the **processing gap** of a moved task (from a's "revoked"
+line to b's "restored ... processing" line for that task: the time nobody processes it) and
+**b's start -> its share processing**. Input keeps flowing (``--rate`` messages/s) throughout.
+
+Usage: ``python -m benchmarks.bench_warmup [--size tiny|small|full] [--count N] [--rate N]``.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+from benchmarks._common import Result, arguments, write_properties
+from benchmarks.bench_rebalance import Member, SteadyProducer, wait_until
+from samzapy import InitableTask, StreamTask
+from samzapy.checkpoint import read_checkpoints
+from samzapy.kafka import broker as dev_broker
+from samzapy.kafka.admin import TopicAdmin
+from samzapy.kafka.producer import Producer
+
+TASKS = 4
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
+
+
+class Count(StreamTask, InitableTask):
+    """A read-modify-write count per key (no outputs: the members' logs time the moves)."""
+
+    def init(self, context):  # noqa: D102 - the task API
+        self.counts = context.get_store("counts")
+
+    def process(self, envelope, collector, coordinator):  # noqa: D102 - the task API
+        self.counts.put(envelope.key, (self.counts.get(envelope.key) or 0) + 1)
+
+
+def when(log: Path, text: str) -> float | None:
+    """Epoch seconds of the first line of ``log`` that contains ``text``."""
+    for line in log.read_text(errors="replace").splitlines():
+        match = LOG_TIME.match(line)
+        if match and text in line:
+            return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    return None
+
+
+def prefill(servers: str, topic: str, count: int) -> None:
+    producer = Producer(servers)
+    for i in range(count):
+        producer.send(topic, f"key-{i}".encode(), b"v", partition=i % TASKS)
+    producer.flush()
+    producer.close()
+
+
+def counted(servers: str, name: str) -> int:
+    checkpoints = read_checkpoints(servers, f"__samza_checkpoint_ver_1_for_{name}_1")
+    return sum(sum(cp.input_offsets.values()) for cp in checkpoints.values())
+
+
+def scenario(workdir: Path, servers: str, name: str, count: int, rate: int, warmup: bool) -> dict[str, float]:
+    with TopicAdmin(servers) as admin:
+        admin.ensure_topic(f"{name}-in", TASKS)
+    prefill(servers, f"{name}-in", count)
+    props = {
+        "job.name": name,
+        "job.coordinator.factory": "group",
+        "job.coordinator.session.timeout.ms": "6000",
+        "job.coordinator.max.warmup.replicas": "2" if warmup else "0",
+        "job.coordinator.acceptable.recovery.lag": "1000",
+        "job.coordinator.probing.rebalance.interval.ms": "1000",
+        "task.class": "benchmarks.bench_warmup:Count",
+        "task.inputs": f"kafka.{name}-in",
+        "task.commit.ms": "1000",
+        "systems.kafka.consumer.bootstrap.servers": servers,
+        "systems.kafka.samza.key.serde": "string",
+        "systems.kafka.samza.msg.serde": "string",
+        "systems.kafka.samza.offset.default": "oldest",
+        "stores.counts.factory": "rocksdb",
+        "stores.counts.changelog": f"kafka.{name}-counts-changelog",
+        "stores.counts.key.serde": "string",
+        "stores.counts.msg.serde": "long",
+    }
+    members = {}
+    for m in "ab":
+        config = write_properties(
+            workdir / f"{name}-{m}.properties",
+            {**props, "job.logged.store.base.dir": str(workdir / f"{name}-{m}")},
+        )
+        members[m] = config
+    a = Member(members["a"], workdir / f"{name}-a.log")
+    b = None
+    producer = None
+    try:
+        wait_until(lambda: a.running() == list(range(TASKS)), 120, "a to run every task")
+        wait_until(lambda: counted(servers, name) >= count, 600, "a to count the prefill")
+        producer = SteadyProducer(servers, f"{name}-in", rate)
+        b = Member(members["b"], workdir / f"{name}-b.log")
+        wait_until(lambda: len(b.running()) == TASKS // 2, 600, "b to take its share")
+        time.sleep(2)
+        moved = b.running()
+        revoked = when(a.log, "revoked: committed and closed")
+        processing = [when(b.log, f"Partition {t}: restored in") for t in moved]
+        if revoked is None or None in processing:
+            msg = f"{name}: the logs do not show the move ({a.log}, {b.log})"
+            raise SystemExit(msg)
+        took = [float(x) for x in re.findall(r"Partition \d+: restored in ([\d.]+)s", b.log.read_text())]
+        return {
+            "restore_s": max(took[-len(moved) :]),
+            "gap_s": max(processing) - revoked,
+            "share_s": max(processing) - b.started,
+            "warming_up": float(bool(when(b.log, "probing rebalance"))),
+        }
+    finally:
+        if producer is not None:
+            producer.stop()
+        for member in (a, b):
+            if member is not None:
+                member.stop()
+
+
+def main() -> None:
+    args = arguments(__doc__, count=(20_000, 200_000, 1_000_000), rate=(200, 500, 1000))
+    result = Result("warmup")
+    with tempfile.TemporaryDirectory(prefix="bench-warmup-") as tmp:
+        workdir = Path(tmp)
+        info = dev_broker.start(port=dev_broker.free_port(), state_dir=workdir / "broker")
+        servers = f"127.0.0.1:{info.port}"
+        try:
+            cold = scenario(workdir, servers, "warmup-off", args.count, args.rate, warmup=False)
+            warm = scenario(workdir, servers, "warmup-on", args.count, args.rate, warmup=True)
+        finally:
+            dev_broker.stop(workdir / "broker")
+    result.add("moved task's processing gap, no warm-up", cold["gap_s"], "s")
+    result.add(
+        "moved task's processing gap, warm-up copies", warm["gap_s"], "s", limit=("no warm-up", cold["gap_s"])
+    )
+    result.add("  of which the moved tasks' restore, no warm-up", cold["restore_s"], "s")
+    result.add("  of which the moved tasks' restore, warm-up copies", warm["restore_s"], "s")
+    result.add("b start -> its share processing, no warm-up", cold["share_s"], "s")
+    result.add("b start -> its share processing, warm-up copies", warm["share_s"], "s")
+    result.note(
+        f"{args.count:,} messages of distinct keys over {TASKS} tasks ({args.count // TASKS:,} changelog "
+        f"records a task) before b joins, then {args.rate} msg/s; session timeout 6 s (the dev broker "
+        f"answers a join after about 3 s); probing rebalance seen with warm-up: {bool(warm['warming_up'])}"
+    )
+    result.write(args.result)
+
+
+if __name__ == "__main__":
+    main()
