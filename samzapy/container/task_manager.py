@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.container.task_instance import TaskInstance
-from samzapy.container.task_states import ManagedTask, TaskState, Transition
+from samzapy.container.task_states import IllegalTransition, ManagedTask, TaskState, Transition
 from samzapy.crashpoints import pause_point
 
 log = logging.getLogger(__name__)
@@ -148,11 +148,14 @@ class TaskManager:
         """
         changes: list[Transition] = []
         fresh: list[ManagedTask] = []
+        for partition in checkpoints:
+            if partition in self._active:
+                active = self._active[partition]
+                msg = f"{active.name}: cannot be assigned: it is {active.state.value} here already"
+                raise IllegalTransition(msg)
         for partition, checkpoint in sorted(checkpoints.items()):
             task = self._copies.pop(partition, None) or ManagedTask(partition)
             task.checkpoint = checkpoint
-            if partition in self._active:
-                changes.append(self._active[partition].move(TaskState.RESTORING))  # raises
             changes.append(task.move(TaskState.RESTORING))
             self._active[partition] = task
             fresh.append(task)

@@ -148,7 +148,9 @@ def test_assign_restores_then_start_runs_and_listeners_are_told_each_move(setup)
         "2 restoring -> running",
     ]
     assert manager.owns(started[0]) and manager.state_of(2) is S.RUNNING
-    with pytest.raises(IllegalTransition, match="Partition 0: cannot go from running to restoring"):
+    with pytest.raises(
+        IllegalTransition, match="Partition 0: cannot be assigned: it is running here already"
+    ):
         manager.assign({0: None})
 
 
