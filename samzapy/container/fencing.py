@@ -59,6 +59,7 @@ from typing import Any
 
 from samzapy.checkpoint import CheckpointFold, TaskCheckpoint
 from samzapy.errors import CheckpointError
+from samzapy.kafka.outage import is_unreachable
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.records import TopicPartition
 
@@ -315,7 +316,17 @@ class SendGate:
             ContainerFenced: the gate is shut (now or before).
         """
         if self.error is None:
-            taken = self._fence.taken_over()
+            try:
+                taken = self._fence.taken_over()
+            except Exception as exc:
+                if not is_unreachable(exc):
+                    raise
+                # The broker does not answer: the send goes on (kafka-python queues it, and the
+                # commit waits the outage out, samzapy.kafka.outage); ask again after a lease
+                # instead of making every send wait for the read's timeout.
+                log.warning("fencing check before a send: the broker did not answer (%s); sending on", exc)
+                self.open_until = time.monotonic() + self.lease_s
+                return
             if taken:
                 self.shut(self._fence.owners(taken))
         if self.error is not None:
