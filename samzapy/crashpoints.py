@@ -45,6 +45,7 @@ KNOWN = (
     "during-restore",  # part of a changelog replayed into the store
     "during-trim",  # part of the uncommitted changelog tail undone
     "during-side-input-restore",  # a batch of a side input applied at start-up, more to read
+    "during-snapshot-upload",  # some files of a store snapshot sent to the blob store, no index yet
 )
 
 #: The pause points samzapy defines.
