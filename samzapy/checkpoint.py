@@ -269,12 +269,24 @@ class CheckpointFold:
         self._next = offset + 1
         name, generation, claimant = checkpoint.task_name, checkpoint.generation, checkpoint.claimant
         self._seen[name] = max(self._seen.get(name, generation), generation)
+        owner = self.owner(name, generation)
         if claimant is not None:
             claimed_at = offset if checkpoint.claim_offset is None else checkpoint.claim_offset
             claims = self._claims.setdefault((name, generation), {})
             claims[claimant] = min(claims.get(claimant, claimed_at), claimed_at)
         key = checkpoint_key(checkpoint)
         self._entries.setdefault(name, {})[key] = _Entry(offset, record_key or key, checkpoint)
+        current = self.checkpoints.get(name)
+        if current is not None and self.owner(name, generation) == owner:
+            # The common case, without recomputing (a topic read from its start has a record
+            # per commit): the newest accepted record of at least the checkpoint's generation wins.
+            if generation < current.generation:
+                return False
+            if owner is None or claimant in (None, owner):
+                self.checkpoints[name] = checkpoint
+                return True
+            if generation == current.generation:
+                return False
         self._settle(name)
         return self.checkpoints.get(name) is checkpoint
 

@@ -4,7 +4,10 @@ the highest ownership generation, the first claimant of a generation owning it."
 from __future__ import annotations
 
 import doctest
+import random
 from typing import NamedTuple
+
+import pytest
 
 from samzapy import checkpoint as checkpoint_module
 from samzapy.checkpoint import CheckpointFold, TaskCheckpoint, checkpoint_key
@@ -147,3 +150,65 @@ def test_claimant_round_trips_and_is_absent_when_unset() -> None:
 def test_the_doctests_pass() -> None:
     result = doctest.testmod(checkpoint_module)
     assert result.failed == 0 and result.attempted > 0
+
+
+class _AlwaysSettled(CheckpointFold):
+    """The fold recomputing every task's checkpoint from its kept records at every record."""
+
+    def add(
+        self, checkpoint: TaskCheckpoint, offset: int | None = None, record_key: bytes | None = None
+    ) -> bool:
+        super().add(checkpoint, offset, record_key)
+        self._settle(checkpoint.task_name)
+        return self.checkpoints.get(checkpoint.task_name) is checkpoint
+
+
+def _random_log(seed: int) -> list[Rec]:
+    """Claims (some lost), commits naming their claim, zombies' late commits, tool records and
+    tombstones of superseded keys, for two tasks, as containers write them."""
+    rng = random.Random(seed)
+    log: list[Rec] = []
+    owners: dict[str, tuple[int, str, int]] = {}  # task -> (generation, claimant, claim offset)
+    for step in range(300):
+        task = f"Partition {rng.randrange(2)}"
+        generation, claimant, claimed = owners.get(task, (0, "", 0))
+        roll = rng.random()
+        if roll < 0.1 or not claimant:  # a takeover, sometimes raced by a loser
+            generation += 1
+            claimant = f"c{step}"
+            owners[task] = (generation, claimant, len(log))
+            log.append(
+                Rec(
+                    len(log),
+                    checkpoint_key(cp(generation, step, claimant, task)),
+                    cp(generation, step, claimant, task).to_bytes(),
+                )
+            )
+            if rng.random() < 0.3:
+                loser = cp(generation, step, f"l{step}", task)
+                log.append(Rec(len(log), checkpoint_key(loser), loser.to_bytes()))
+        elif roll < 0.2 and generation > 1:  # a zombie's late commit
+            zombie = cp(generation - 1, step, f"z{step}", task)
+            log.append(Rec(len(log), checkpoint_key(zombie), zombie.to_bytes()))
+        elif roll < 0.25:  # a tool's record, in the owner's generation
+            tool = cp(generation, step, None, task)
+            log.append(Rec(len(log), checkpoint_key(tool), tool.to_bytes()))
+        else:
+            record = cp(generation, step, claimant, task)
+            record.claim_offset = claimed
+            log.append(Rec(len(log), checkpoint_key(record), record.to_bytes()))
+            if rng.random() < 0.2:  # tombstones of what this owner supersedes
+                for key in folded(log).superseded(task, generation, claimant):
+                    log.append(Rec(len(log), key, None))
+    return log
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_fold_reads_a_random_log_as_a_full_recompute_and_as_its_compacted_form(seed: int) -> None:
+    log = _random_log(seed)
+    slow = _AlwaysSettled()
+    for record in log:
+        slow.add_record(record, "checkpoints")
+    assert folded(log).checkpoints == slow.checkpoints
+    assert folded(compact(log)).checkpoints == slow.checkpoints
+    assert folded(compact(log, drop_tombstones=False)).checkpoints == slow.checkpoints
