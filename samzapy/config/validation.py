@@ -121,6 +121,14 @@ class Validation:
             self._file(spec, parts, value)
 
     def _unknown(self, key: str) -> None:
+        if key.startswith("blob.store.") and any(w in key for w in ("secret", "access", "password", "token")):
+            self.problem(
+                key,
+                f"Unknown key '{key}' ({self.at(key)}): blob store credentials are never read from the "
+                "job file; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, "
+                "~/.aws/credentials, an instance or pod role) where the job runs",
+            )
+            return
         hint = catalogue.suggest(key)
         if hint:
             tail = f"did you mean '{hint}'?"

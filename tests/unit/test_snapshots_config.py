@@ -77,3 +77,10 @@ def test_a_blobstore_without_a_uri_is_refused_naming_the_job_wide_key(tmp_path: 
 def test_a_misspelt_blob_store_key_is_caught(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="did you mean 'blob.store.uri'"):
         parse(tmp_path, STORE + "blob.store.url=file:///x\n")
+
+
+def test_credentials_in_the_job_file_are_refused_with_where_they_belong(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"blob.store.s3.secret.access.key' \(.*:4\): blob store credentials are never"
+    ):
+        parse(tmp_path, "blob.store.s3.secret.access.key=abc\n")
