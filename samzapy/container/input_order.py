@@ -140,6 +140,7 @@ class TimestampOrder:
         self._next: dict[TopicPartition, int] = {}  # offset after the last record polled
         self._deadlines: dict[TopicPartition, float] = {}  # caught up and idle until then
         self._paused: set[TopicPartition] = set()
+        self._ranks: dict[TopicPartition, tuple[int, int, int, int]] = {}  # see _rank
         self._epoch = inputs.epoch
         self._more = False  # the last call stopped at max_records with records ready
 
@@ -181,10 +182,15 @@ class TimestampOrder:
         for tp, part in self.inputs.partitions.items():
             if tp in assigned:
                 tasks.setdefault(id(part.task), []).append(part)
+                if tp not in self._ranks:
+                    self._ranks[tp] = self._rank(part)
         return tasks
 
-    def _rank(self, part: InputPartition) -> tuple[bool, int, int, int]:
-        return part.bootstrap, part.priority, self._streams.get(part.ssp.system_stream, 0), part.tp.partition
+    def _rank(self, part: InputPartition) -> tuple[int, int, int, int]:
+        """The constant part of ``part``'s keys: what :func:`order_key` puts around the
+        timestamp and offset (the bootstrap and priority flags already negated)."""
+        index = self._streams.get(part.ssp.system_stream, 0)
+        return -int(part.bootstrap), -part.priority, index, part.tp.partition
 
     def _release(
         self,
@@ -195,52 +201,55 @@ class TimestampOrder:
     ) -> int:
         """Move the records of one task that may be processed now to ``out`` (at most
         ``budget``): while every partition has a head or need not be waited for, the run of
-        the partition with the smallest head, up to the next smallest head. How many moved."""
+        the partition with the smallest head, up to the next smallest head. How many moved.
+
+        The partitions empty at the start stay empty during the call (no poll in between)
+        and ``now`` is fixed, so whether they must be waited for is asked once; a partition
+        emptied here is asked when it empties.
+        """
+        heads: list[tuple[OrderKey, int, InputPartition]] = []
+        for n, part in enumerate(parts):
+            buffer = self._buffers.get(part.tp)
+            if buffer:
+                self._deadlines.pop(part.tp, None)
+                heads.append((self._key(part, buffer[0]), n, part))
+            elif self._must_wait(part, now):
+                return 0
+        heapq.heapify(heads)
         moved = 0
-        ranks = {part.tp: self._rank(part) for part in parts}
-        while moved < budget:
-            heads: list[tuple[OrderKey, InputPartition]] = []
-            for part in parts:
-                buffer = self._buffers.get(part.tp)
-                if buffer:
-                    self._deadlines.pop(part.tp, None)
-                    bootstrap, priority, index, number = ranks[part.tp]
-                    head = buffer[0]
-                    heads.append(
-                        (order_key(bootstrap, priority, head.timestamp, index, number, head.offset), part)
-                    )
-                elif self._must_wait(part, now):
-                    return moved
-            if not heads:
-                return moved
-            heads.sort(key=lambda kp: kp[0])
-            best = heads[0][1]
-            limit = heads[1][0] if len(heads) > 1 else None
-            run = self._take(best, ranks[best.tp], limit, budget - moved)
+        while heads and moved < budget:
+            _, n, part = heapq.heappop(heads)
+            run, next_key = self._take(part, heads[0][0] if heads else None, budget - moved)
             moved += len(run)
-            if out and out[-1][0] is best:
+            if out and out[-1][0] is part:
                 out[-1][1].extend(run)
             else:
-                out.append((best, run))
+                out.append((part, run))
+            if next_key is not None:
+                heapq.heappush(heads, (next_key, n, part))
+            elif self._must_wait(part, now):
+                break
         return moved
 
+    def _key(self, part: InputPartition, record: Record) -> OrderKey:
+        bootstrap, priority, index, number = self._ranks[part.tp]
+        return (bootstrap, priority, record.timestamp, index, number, record.offset)
+
     def _take(
-        self, part: InputPartition, rank: tuple[bool, int, int, int], limit: OrderKey | None, most: int
-    ) -> list[Record]:
-        """The head records of ``part`` that come before ``limit`` (at least one)."""
+        self, part: InputPartition, limit: OrderKey | None, most: int
+    ) -> tuple[list[Record], OrderKey | None]:
+        """The head records of ``part`` that come before ``limit`` (at least one, at most
+        ``most``), and the key of the head left (``None``: the buffer is empty)."""
         buffer = self._buffers[part.tp]
         run = [buffer.popleft()]
-        if limit is None:
-            while buffer and len(run) < most:
-                run.append(buffer.popleft())
-            return run
-        bootstrap, priority, index, number = rank
-        while buffer and len(run) < most:
+        bootstrap, priority, index, number = self._ranks[part.tp]
+        while buffer:
             head = buffer[0]
-            if order_key(bootstrap, priority, head.timestamp, index, number, head.offset) > limit:
-                break
+            key = (bootstrap, priority, head.timestamp, index, number, head.offset)
+            if len(run) >= most or (limit is not None and key > limit):
+                return run, key
             run.append(buffer.popleft())
-        return run
+        return run, None
 
     def _must_wait(self, part: InputPartition, now: float) -> bool:
         """Whether a task must hold back until ``part`` (nothing buffered) has its next record."""
@@ -291,6 +300,7 @@ class TimestampOrder:
         self._buffers.clear()
         self._next.clear()
         self._deadlines.clear()
+        self._ranks.clear()
         self._more = False
         self._epoch = self.inputs.epoch
 
