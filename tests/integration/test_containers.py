@@ -124,7 +124,7 @@ def test_a_stopped_then_resumed_container_is_fenced(tmp_path, broker):
         checkpoints_end = _end(broker, checkpoint_topic)
 
         zombie.send_signal(signal.SIGCONT)
-        assert zombie.wait(timeout=60) == 0
+        assert zombie.wait(timeout=60) == 1  # fenced: exit 1 naming the new owner (issue 28)
     finally:
         if zombie.poll() is None:
             zombie.send_signal(signal.SIGCONT)
@@ -132,6 +132,7 @@ def test_a_stopped_then_resumed_container_is_fenced(tmp_path, broker):
 
     log = (tmp_path / "a.log").read_text()
     assert "fenced: another container owns it now" in log
+    assert "Error: fenced: tasks taken over by another container: Partition 0 by " in log
     assert _end(broker, f"{name}-counts-changelog") == changelog_end  # nothing written after the takeover
     assert _end(broker, checkpoint_topic) == checkpoints_end
     assert read_counts(tmp_path / "b") == dict(expected)
