@@ -22,7 +22,8 @@ When a partition's buffer is empty (Kafka Streams' ``max.task.idle.ms`` semantic
 
 * if records are known to exist beyond what was fetched (below the partition's end at start,
   or below the end the last fetch reported), the task waits for the next polls to bring them:
-  that is the backlog case, and what makes it deterministic;
+  that is the backlog case, and what makes it deterministic (if they do not come within
+  :data:`STALL_S`, e.g. deleted by retention, a warning says so and the others go on);
 * if the partition is caught up, the task waits up to ``task.max.idle.ms`` (default 0: not
   at all) for a producer to send more, then processes the others (possibly out of order);
 * with ``--exit-at-end`` a partition at the end it had at start is never waited for (the job
@@ -53,6 +54,10 @@ log = logging.getLogger(__name__)
 
 #: The values of ``task.input.order``.
 INPUT_ORDERS = ("timestamp", "arrival")
+
+#: Seconds a task waits for the records an input had below its end at start before it goes on
+#: without them (they should come with the next polls; this only guards against their loss).
+STALL_S = 30.0
 
 #: Records buffered for one partition before it is paused (Kafka Streams:
 #: ``buffered.records.per.partition``); it resumes below half of this.
@@ -141,6 +146,7 @@ class TimestampOrder:
         self._deadlines: dict[TopicPartition, float] = {}  # caught up and idle until then
         self._paused: set[TopicPartition] = set()
         self._ranks: dict[TopicPartition, tuple[int, int, int, int]] = {}  # see _rank
+        self._starved: dict[TopicPartition, float] = {}  # waited for since (records below the end)
         self._epoch = inputs.epoch
         self._more = False  # the last call stopped at max_records with records ready
 
@@ -212,6 +218,7 @@ class TimestampOrder:
             buffer = self._buffers.get(part.tp)
             if buffer:
                 self._deadlines.pop(part.tp, None)
+                self._starved.pop(part.tp, None)
                 heads.append((self._key(part, buffer[0]), n, part))
             elif self._must_wait(part, now):
                 return 0
@@ -257,7 +264,7 @@ class TimestampOrder:
             return False
         at = self._position(part)
         if at < part.start_end:
-            return True  # the record is on the broker: the next polls bring it
+            return self._still_expected(part, at, now)  # on the broker: the next polls bring it
         if self._exit_at_end:
             return False  # nothing beyond the end at start is read: nothing to wait for
         high = self.inputs.consumer.highwater(part.tp)
@@ -267,6 +274,25 @@ class TimestampOrder:
         if now < deadline:
             return True
         log.debug("%s: no record within task.max.idle.ms: processing the other inputs", part.ssp)
+        return False
+
+    def _still_expected(self, part: InputPartition, at: int, now: float) -> bool:
+        """Whether the records of ``part`` below its end at start are still waited for: for
+        :data:`STALL_S` at most, in case they are gone (retention deleted an unread backlog:
+        the consumer then resets to the log start, which may be the end)."""
+        since = self._starved.setdefault(part.tp, now)
+        if now - since < STALL_S:
+            return True
+        if since > float("-inf"):
+            log.warning(
+                "%s: no record for %.0f s although the partition was read to offset %d of the %d "
+                "it had at start (deleted by retention?): the task's other inputs go on without it",
+                part.ssp,
+                now - since,
+                at,
+                part.start_end,
+            )
+            self._starved[part.tp] = float("-inf")  # warned once
         return False
 
     def _position(self, part: InputPartition) -> int:
@@ -300,6 +326,7 @@ class TimestampOrder:
         self._buffers.clear()
         self._next.clear()
         self._deadlines.clear()
+        self._starved.clear()
         self._ranks.clear()
         self._more = False
         self._epoch = self.inputs.epoch

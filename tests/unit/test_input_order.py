@@ -307,3 +307,22 @@ def test_order_key_ranks_bootstrap_priority_timestamp_then_stream_partition_offs
         order_key(False, 0, 20, 1, 1, 0),
     ]
     assert sorted(keys) == keys
+
+
+def test_records_gone_from_below_the_end_at_start_are_waited_for_30_s_then_warned_about(caplog) -> None:
+    broker = MemoryBroker({"profiles": 1, "settings": 1})
+    for i in range(3):
+        broker.append("profiles", 0, None, b"p", timestamp=10 + i)
+    clock = Clock()
+    consumer = MemoryConsumer(broker, random.Random(1), whole_partition_first=True)
+    inputs = inputs_over(broker, consumer, [task(0)], [PROFILES, SETTINGS])
+    inputs.partitions[TopicPartition("settings", 0)].start_end = 4  # had 4 records, now gone
+    order = TimestampOrder(inputs, stream_indexes([PROFILES, SETTINGS]), 0, clock=clock)
+    assert order.poll(0, 100) == []
+    clock.now += input_order.STALL_S - 0.1
+    assert order.poll(0, 100) == []
+    clock.now += 0.1
+    assert [(p.ssp.stream, [r.offset for r in rs]) for p, rs in order.poll(0, 100)] == [
+        ("profiles", [0, 1, 2])
+    ]
+    assert "settings" in caplog.text and "deleted by retention?" in caplog.text
