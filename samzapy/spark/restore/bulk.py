@@ -52,7 +52,15 @@ from samzapy.checkpoint import GENERATION_HEADER, ChangelogFence
 from samzapy.config import Config, JobConfig, load_config, parse_job_config
 from samzapy.config.model import StoreConfig
 from samzapy.spark import SparkJobError
-from samzapy.spark.sst import HANDOFFS, SstFile, SstSink, check_ingestible, ingest_store, write_collected
+from samzapy.spark.sst import HANDOFFS, SstSink, check_ingestible
+from samzapy.spark.targets import (
+    RESULT_SCHEMA,
+    PartitionStats,
+    Target,
+    changelog_targets,
+    ingest,
+    result_schema,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,25 +70,6 @@ CONTAINER_BACKLOG_THRESHOLD = int(os.environ.get("SAMZAPY_SPARK_RESTORE_MIN_BACK
 
 #: The in-memory plan (module doc) is used when no changelog partition has more records.
 IN_MEMORY_MAX_RECORDS = 2_000_000
-
-RESULT_SCHEMA = (
-    "kind STRING, store STRING, partition INT, ord BIGINT, path STRING, entries BIGINT, "
-    "records BIGINT, bytes BIGINT, first_offset BIGINT, last_offset BIGINT, chunk INT, data BINARY"
-)
-
-
-@dataclass(frozen=True)
-class PartitionStats:
-    """What the bulk restore did for one store partition."""
-
-    store: str
-    partition: int
-    offset: int | None  # last changelog offset reflected (the OFFSET file); None: nothing read
-    records: int
-    bytes: int
-    sst_entries: int  # entries written to SST files (= keys unless ranges were split)
-    sst_files: int
-    path: Path
 
 
 @dataclass
@@ -107,21 +96,6 @@ class BulkRestoreStats:
     def sst_entries(self) -> int:
         """Entries written to SST files (the restored keys unless ranges were split)."""
         return sum(p.sst_entries for p in self.partitions)
-
-
-@dataclass(frozen=True)
-class _Target:
-    store: StoreConfig
-    partition: int
-    stop: int | None  # exclusive; None: true end
-    fence: ChangelogFence | None = None  # the checkpoint's: a zombie's records are left out
-
-    def fence_row(self) -> tuple[int, int]:
-        """The fence as plain numbers for a Spark row: (start, generation); -1 for "no start",
-        generation 0 for "no fence" (a fence of generation 0 skips nothing)."""
-        if self.fence is None:
-            return -1, 0
-        return (-1 if self.fence.start is None else self.fence.start), self.fence.generation
 
 
 def _job(config: str | Path | Config | JobConfig) -> JobConfig:
@@ -171,7 +145,7 @@ def restore_stores(
     from samzapy.kafka.broker import resolve_bootstrap_servers
 
     servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
-    targets = _targets(job, chosen, partitions, to_checkpoint, servers)
+    targets = changelog_targets(job, chosen, partitions, to_checkpoint, servers)
     return run_bulk_restore(
         targets,
         Path(target_dir),
@@ -202,41 +176,8 @@ def _stores(job: JobConfig, names: list[str] | None) -> list[StoreConfig]:
     return chosen
 
 
-def _targets(
-    job: JobConfig,
-    stores: list[StoreConfig],
-    partitions: list[int] | None,
-    to_checkpoint: bool,
-    servers: str,
-) -> list[_Target]:
-    from samzapy.kafka.admin import TopicAdmin
-
-    checkpoints: dict[str, Any] = {}
-    if to_checkpoint:
-        from samzapy.checkpoint import read_checkpoints
-
-        checkpoints = read_checkpoints(servers, job.checkpoint_topic)
-    targets = []
-    with TopicAdmin(servers) as admin:
-        for store in stores:
-            assert store.changelog is not None
-            count = admin.partition_count(store.changelog.stream)
-            if count is None:
-                msg = f"changelog topic '{store.changelog.stream}' of store '{store.name}' does not exist"
-                raise SparkJobError(msg)
-            for partition in range(count) if partitions is None else partitions:
-                stop = fence = None
-                if to_checkpoint:
-                    checkpoint = checkpoints.get(f"Partition {partition}")
-                    k = checkpoint.changelog_offsets.get(store.name) if checkpoint else None
-                    stop = 0 if k is None else k + 1
-                    fence = checkpoint.fence_for(store.name) if checkpoint else None
-                targets.append(_Target(store, partition, stop, fence))
-    return targets
-
-
 def run_bulk_restore(
-    targets: list[_Target],
+    targets: list[Target],
     target_dir: Path,
     servers: str,
     *,
@@ -273,7 +214,7 @@ def run_bulk_restore(
         stats.spark_job_s = time.perf_counter() - job_started
     try:
         ingest_started = time.perf_counter()
-        stats.partitions = _ingest(targets, rows, target_dir, handoff, staging)
+        stats.partitions = ingest(targets, rows, target_dir, handoff, staging)
         stats.ingest_s = time.perf_counter() - ingest_started
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -294,9 +235,9 @@ def run_bulk_restore(
 
 
 def _plan(
-    spark: Any, targets: list[_Target], servers: str, max_records: int | None, handoff: str, staging: str
+    spark: Any, targets: list[Target], servers: str, max_records: int | None, handoff: str, staging: str
 ) -> Any:
-    by_topic: dict[str, list[_Target]] = {}
+    by_topic: dict[str, list[Target]] = {}
     for target in targets:
         assert target.store.changelog is not None
         by_topic.setdefault(target.store.changelog.stream, []).append(target)
@@ -321,7 +262,7 @@ def _plan(
     return frame.sortWithinPartitions("topic", "partition", "key", "offset").mapInArrow(writer, RESULT_SCHEMA)
 
 
-def _fenced(frame: Any, group: list[_Target]) -> Any:
+def _fenced(frame: Any, group: list[Target]) -> Any:
     """``frame`` with the key of every record the targets' fences rule out set to null
     (``ChangelogFence.skips`` as a Spark expression over the ``samzapy.generation`` header):
     such a record is read and counted, but not restored, as a record without a key."""
@@ -345,7 +286,7 @@ def _fenced(frame: Any, group: list[_Target]) -> Any:
     return frame.withColumn("key", F.when(skipped, F.lit(None).cast("binary")).otherwise(F.col("key")))
 
 
-def _largest_range(targets: list[_Target], servers: str) -> int:
+def _largest_range(targets: list[Target], servers: str) -> int:
     """The most records any target's changelog range can hold (offsets from its start)."""
     from samzapy.kafka.offsets import beginning_offsets, end_offsets
     from samzapy.kafka.reading import reader_consumer
@@ -364,7 +305,7 @@ def _largest_range(targets: list[_Target], servers: str) -> int:
     return max(sizes, default=0)
 
 
-def _in_memory_plan(spark: Any, targets: list[_Target], servers: str, handoff: str, staging: str) -> Any:
+def _in_memory_plan(spark: Any, targets: list[Target], servers: str, handoff: str, staging: str) -> Any:
     ranges = [
         (t.store.changelog.stream, t.partition, -1 if t.stop is None else t.stop, *t.fence_row())
         for t in targets
@@ -413,7 +354,7 @@ class _PartitionReader:
         finally:
             consumer.close()
         if results:
-            yield pa.RecordBatch.from_pylist(results, schema=_result_schema())
+            yield pa.RecordBatch.from_pylist(results, schema=result_schema())
         if self.handoff == "collect":
             shutil.rmtree(directory, ignore_errors=True)
 
@@ -457,30 +398,9 @@ class _RangeWriter:
         if state is not None:
             results.extend(state.finish(self.handoff))
         if results:
-            yield pa.RecordBatch.from_pylist(results, schema=_result_schema())
+            yield pa.RecordBatch.from_pylist(results, schema=result_schema())
         if self.handoff == "collect":
             shutil.rmtree(directory, ignore_errors=True)
-
-
-def _result_schema() -> Any:
-    import pyarrow as pa
-
-    return pa.schema(
-        [
-            ("kind", pa.string()),
-            ("store", pa.string()),
-            ("partition", pa.int32()),
-            ("ord", pa.int64()),
-            ("path", pa.string()),
-            ("entries", pa.int64()),
-            ("records", pa.int64()),
-            ("bytes", pa.int64()),
-            ("first_offset", pa.int64()),
-            ("last_offset", pa.int64()),
-            ("chunk", pa.int32()),
-            ("data", pa.binary()),
-        ]
-    )
 
 
 class _RangeState:
@@ -570,41 +490,6 @@ class _RangeState:
         return rows
 
 
-def _ingest(
-    targets: list[_Target], rows: list[Any], target_dir: Path, handoff: str, staging: Path
-) -> list[PartitionStats]:
-    rows = [r.asDict() if hasattr(r, "asDict") else r for r in rows]
-    placed = (
-        write_collected([r for r in rows if r["kind"] == "file"], staging) if handoff == "collect" else {}
-    )
-    result = []
-    for target in targets:
-        name, partition = target.store.name, target.partition
-        ranges = [
-            r for r in rows if r["kind"] == "range" and (r["store"], r["partition"]) == (name, partition)
-        ]
-        files = {
-            r["path"]: SstFile(name, partition, r["ord"], placed.get(r["path"], r["path"]), r["entries"])
-            for r in rows
-            if r["kind"] == "file" and (r["store"], r["partition"]) == (name, partition)
-        }
-        offset = max((r["last_offset"] for r in ranges), default=None)
-        path = ingest_store(target.store, target_dir, partition, files.values(), offset)
-        result.append(
-            PartitionStats(
-                name,
-                partition,
-                offset,
-                sum(r["records"] for r in ranges),
-                sum(r["bytes"] for r in ranges),
-                sum(f.entries for f in files.values()),
-                len(files),
-                path,
-            )
-        )
-    return result
-
-
 def restore_for_container(job: JobConfig, partitions: list[int], checkpoints: dict[str, Any]) -> None:
     """The container's hook for ``stores.S.restore.engine=spark``: before its tasks restore,
     bulk-restore the store partitions whose changelog backlog is large.
@@ -636,7 +521,7 @@ def restore_for_container(job: JobConfig, partitions: list[int], checkpoints: di
             base = max((o for o in local if o <= k), default=-1)
             if k - base < CONTAINER_BACKLOG_THRESHOLD:
                 continue
-            targets.append(_Target(store, partition, k + 1))
+            targets.append(Target(store, partition, k + 1))
     if not targets:
         return
     log.info(

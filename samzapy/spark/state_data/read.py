@@ -157,13 +157,13 @@ def changelog_sources(
 ) -> list[StateSource]:
     """The changelog partitions of ``store`` to read, with their stop offsets."""
     from samzapy.kafka.broker import resolve_bootstrap_servers
-    from samzapy.spark.restore.bulk import _targets
+    from samzapy.spark.targets import changelog_targets
 
     if store.changelog is None:
         msg = f"store '{store.name}' has no changelog (stores.{store.name}.changelog): read it from disk"
         raise SparkJobError(msg)
     servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
-    targets = _targets(job, [store], partitions, to_checkpoint, servers)
+    targets = changelog_targets(job, [store], partitions, to_checkpoint, servers)
     topic = store.changelog.stream
     return [
         StateSource(

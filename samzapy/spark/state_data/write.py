@@ -44,8 +44,8 @@ from samzapy.config import Config, JobConfig
 from samzapy.config.model import StoreConfig
 from samzapy.operators.state_layout import KeyValueLayout, layout_for
 from samzapy.spark import SparkJobError
-from samzapy.spark.restore.bulk import RESULT_SCHEMA, PartitionStats, _ingest, _result_schema, _Target
 from samzapy.spark.sst import SstSink, check_ingestible
+from samzapy.spark.targets import RESULT_SCHEMA, PartitionStats, Target, ingest, result_schema
 
 if TYPE_CHECKING:
     from samzapy.records import RecordSink
@@ -215,9 +215,9 @@ def rewrite_partitions(
         shutil.rmtree(staging, ignore_errors=True)
         msg = f"the state write failed: {executor_error(exc)}"
         raise SparkJobError(msg) from exc
-    targets = [_Target(s, p, None) for s in stores for p in range(tasks)]
+    targets = [Target(s, p, None) for s in stores for p in range(tasks)]
     try:
-        stats = WriteStats(_ingest(targets, rows, base_dir, "shared", staging))
+        stats = WriteStats(ingest(targets, rows, base_dir, "shared", staging))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if checkpoints:
@@ -287,7 +287,7 @@ class _Rewriter:
         finally:
             producer.close()
         if results:
-            yield pa.RecordBatch.from_pylist(results, schema=_result_schema())
+            yield pa.RecordBatch.from_pylist(results, schema=result_schema())
 
 
 class _PartitionRewrite:
