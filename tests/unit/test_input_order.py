@@ -8,6 +8,7 @@ partition first, random slices), and what they hand out is compared, record for 
 
 from __future__ import annotations
 
+import doctest
 import random
 from collections.abc import Iterable
 from types import SimpleNamespace
@@ -326,3 +327,8 @@ def test_records_gone_from_below_the_end_at_start_are_waited_for_30_s_then_warne
         ("profiles", [0, 1, 2])
     ]
     assert "settings" in caplog.text and "deleted by retention?" in caplog.text
+
+
+def test_the_modules_doctests_pass() -> None:
+    result = doctest.testmod(input_order)
+    assert result.attempted > 0 and result.failed == 0
