@@ -43,10 +43,11 @@ from samzapy.container.standby_store import StandbyStore, standby_dir
 from samzapy.errors import CheckpointError
 from samzapy.health import ContainerStatus
 from samzapy.kafka.reading import read_partition, reader_consumer
-from samzapy.metrics import MetricsRegistry
+from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.records import TopicPartition
 from samzapy.stores.checkpoints import LocalCheckpoints
 from samzapy.stores.factory import store_dir
+from samzapy.stores.snapshots import JobSnapshots
 from samzapy.streams import task_name_for
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,8 @@ class StandbyReplicas:
         self.job = job
         self._status = status
         self.partitions = partitions
+        # stores restored from snapshots start a cold copy from one (stores/snapshots.py)
+        snapshots = JobSnapshots.for_job(job, MetricsGroup("standby-snapshots"), upload=False)
         self.stores = [
             StandbyStore(
                 config,
@@ -132,6 +135,7 @@ class StandbyReplicas:
                 job.logged_store_base_dir,
                 servers,
                 registry.group(f"standby.{config.name}.{task_name_for(partition)}"),
+                None if snapshots is None else snapshots.source(config, partition, None),
             )
             for partition in partitions
             for config in _standby_configs(job)

@@ -36,6 +36,7 @@ from samzapy.stores.factory import rocksdb_options
 from samzapy.stores.paths import standby_dir
 from samzapy.stores.restore import changes, choose_base
 from samzapy.stores.rocksdb import RocksDBStore
+from samzapy.stores.snapshot_restore import SnapshotSource
 from samzapy.streams import task_name_for
 
 log = logging.getLogger(__name__)
@@ -70,8 +71,11 @@ class StandbyStore:
         base_dir: Path,
         servers: str,
         metrics: MetricsGroup,
+        snapshots: SnapshotSource | None = None,
     ) -> None:
         assert config.changelog is not None, "only logged stores have standbys"
+        # the store's snapshots in a blob store: a copy starting cold starts from the newest one
+        self._snapshots = snapshots
         self.name = config.name
         self.partition = partition
         self.task_name = task_name_for(partition)
@@ -121,6 +125,8 @@ class StandbyStore:
             )
             self.disabled = True
             return
+        if self._snapshots is not None and k is not None:
+            self._snapshots.fetch(self.checkpoints, k, self._fence, end)  # a standby checkpoint now
         base = choose_base(self.raw, self.checkpoints, k, end)
         self.applied = -1 if base is None else base
         self.checkpointed = self.applied

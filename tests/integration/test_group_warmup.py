@@ -1,7 +1,8 @@
 """Moves that wait for a warm copy in group mode (KIP-441, issue 30): a member joining a group
 whose tasks have large state takes them only after its warm-up copies caught up, found out by
-a probing rebalance; the moved tasks restore from the warm-up copy's checkpoint (a short tail),
-and every count is exact. Real dev broker, member subprocesses."""
+a probing rebalance; the warm-up copies start from the store's newest snapshot in the blob
+store, not from scratch; the moved tasks restore from the warm-up copy's checkpoint (a short
+tail), and every count is exact. Real dev broker, member subprocesses."""
 
 from __future__ import annotations
 
@@ -47,14 +48,16 @@ def test_a_joining_member_takes_tasks_only_after_its_warm_up_copies_caught_up(tm
     create_topic(broker, f"{name}-in", TASKS)
     expected = produce_keyed(broker, f"{name}-in", 60_000, 40_000, seed=30)
     logs = {m: tmp_path / f"{m}.log" for m in "ab"}
-    a = start_job(member_config(tmp_path, broker, name, "a", **WARMUP), log=logs["a"])
+    keys = {**WARMUP, "stores.counts.backup.factories": "kafka,blobstore"}
+    keys["blob.store.uri"] = f"file://{tmp_path / 'blobs'}"
+    a = start_job(member_config(tmp_path, broker, name, "a", **keys), log=logs["a"])
     b = None
     producer = None
     try:
         wait_for(lambda: running_tasks(logs["a"]) == list(range(TASKS)), 90, what="a to run every task")
         wait_for(lambda: checkpointed_total(broker, checkpoints) >= 60_000, 120, what="a to count the input")
         producer = KeyedProducer(broker, f"{name}-in", keys=40_000, rate=300, seed=31)
-        b = start_job(member_config(tmp_path, broker, name, "b", **WARMUP), log=logs["b"])
+        b = start_job(member_config(tmp_path, broker, name, "b", **keys), log=logs["b"])
         wait_for(lambda: any(w != "none" for w in warming_up(logs["b"])), 90, what="b to warm up copies")
         first = next(i for i, w in enumerate(warming_up(logs["b"])) if w != "none")
         running_then = re.findall(r"running tasks (\[[^\]]*\]|none)", logs["b"].read_text())[first]
@@ -70,6 +73,9 @@ def test_a_joining_member_takes_tasks_only_after_its_warm_up_copies_caught_up(tm
             stop(process)
     text = logs["a"].read_text() + logs["b"].read_text()
     assert "probing rebalance: are the warm-up copies of tasks" in text
+    # the warm-up copies began from a's snapshots, then read only the changelog after them
+    assert re.search(r"standby of store 'counts' of Partition \d: starts from standby checkpoint", text)
+    assert "downloaded as the restore's base" in logs["b"].read_text()
     moved = running_tasks(logs["b"])
     for task in moved:  # restored from the warm-up copy's checkpoint: a tail, not 15,000 records
         base, replayed = [
