@@ -232,7 +232,11 @@ def _ruled_out(batch: Sequence[ChangelogRecord], fence: ChangelogFence) -> set[b
     if not batch or batch[-1].offset <= start:
         return set()
     own, skips = generation_header(fence.generation), fence.skips
-    return {r.key for r in batch if r.key is not None and r.offset > start and r.headers != own and skips(r)}
+    return {
+        r.key
+        for r in batch
+        if r.key is not None and r.offset > start and getattr(r, "headers", None) != own and skips(r)
+    }
 
 
 def changes(batch: Sequence[ChangelogRecord]) -> list[tuple[bytes, bytes | None]]:

@@ -55,6 +55,13 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write a JSON metrics snapshot here at every commit and at exit.",
 )
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    help="Group mode: run this many members of the job on this host under one parent that "
+    "forwards signals, restarts a crashed member and serves one status page and /metrics "
+    "(job.processes.per.host; default 1).",
+)
 def run(
     config: str | None,
     config_path: str | None,
@@ -64,6 +71,7 @@ def run(
     exit_at_end: bool,
     take_over: bool,
     metrics_file: Path | None,
+    processes: int | None,
 ) -> None:
     """Run the job described by CONFIG (a .properties file; or --config-path CONFIG), or the
     pipeline CONFIG names (app.py or package.module:app; --config-path then adds a
@@ -77,6 +85,26 @@ def run(
     else:
         loaded = load_config(one_config_path(config, config_path), overrides)
         job = parse_job_config(loaded, check_task_class=True)
+    count = job.processes_per_host if processes is None else processes
+    if count > 1:
+        from samzapy.container.process_group import ProcessGroup, member_command
+
+        if job.coordinator != "group":
+            msg = f"{count} processes need group mode (job.coordinator.factory=group); this job is static"
+            raise click.BadParameter(msg, param_hint="--processes / job.processes.per.host")
+        command = member_command(
+            job,
+            config=config,
+            config_path=config_path,
+            overrides=overrides,
+            exit_at_end=exit_at_end,
+            metrics_file=metrics_file,
+            instance_id=instance_id,
+        )
+        code = ProcessGroup(job, count, command, exit_at_end=exit_at_end).run()
+        if code:
+            raise click.exceptions.Exit(code)
+        return
     with _one_copy(job, container_id, take_over):
         _run_container(job, container_id, exit_at_end, metrics_file, instance_id)
 

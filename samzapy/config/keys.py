@@ -369,6 +369,18 @@ KEYS: tuple[KeySpec, ...] = (
         field="rocksdb_memory_bytes",
     ),
     _key(
+        "job.processes.per.host",
+        int_type(1),
+        FROM_MODEL,
+        "Group mode: `samzapy run` starts this many members of the job on this host under one "
+        "parent (one Python process uses one core), which forwards SIGTERM/SIGINT to them, "
+        "restarts a member that crashed, and serves one status page and one `/metrics` (each "
+        "sample labelled `process`) for all of them on the job's configured ports; each member "
+        "serves its own on a loopback port. Also `--processes N`.",
+        _JOB,
+        field="processes_per_host",
+    ),
+    _key(
         "job.default.system",
         NAME,
         "the only configured system (kafka)",

@@ -182,6 +182,7 @@ class JobConfig:
     max_idle_ms: int | None = 0  # task.max.idle.ms: wait for a caught-up input; None: never wait
     logged_store_base_dir: Path = Path("state")
     rocksdb_memory_bytes: int | None = None  # one RocksDB memory budget for the process's stores
+    processes_per_host: int = 1  # samzapy run --processes: group-mode members under one parent
     consumer_bootstrap_servers: str = "localhost:9092"
     producer_bootstrap_servers: str = "localhost:9092"
     replication_factor: int = 1
