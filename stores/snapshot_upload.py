@@ -108,21 +108,28 @@ class UploadResult:
 
 class _Hashes:
     """SHA-256 of files, remembered by (name, size, inode, mtime): the SST files of consecutive
-    checkpoints are hard links of one file, so each is read once."""
+    checkpoints are hard links of one file, so each is read once. Only the files of the last
+    snapshot of each store are remembered (:meth:`keep_only`), so memory stays bounded."""
 
     def __init__(self) -> None:
         self._known: dict[tuple[str, int, int, int], str] = {}
 
-    def of(self, path: Path) -> tuple[str, int]:
+    @staticmethod
+    def key(path: Path) -> tuple[str, int, int, int]:
         stat = path.stat()
-        key = (path.name, stat.st_size, stat.st_ino, stat.st_mtime_ns)
+        return path.name, stat.st_size, stat.st_ino, stat.st_mtime_ns
+
+    def of(self, path: Path) -> tuple[str, int]:
+        key = self.key(path)
         sha = self._known.get(key)
         if sha is None:
             sha = self._known[key] = file_sha256(path)
-        return sha, stat.st_size
+        return sha, key[1]
 
-    def forget_missing(self, keep: set[str]) -> None:
-        self._known = {k: v for k, v in self._known.items() if k[0] in keep}
+    def keep_only(self, paths: list[Path]) -> None:
+        """Forget every file but ``paths`` (those of a store's newest snapshot)."""
+        wanted = {self.key(p) for p in paths}
+        self._known = {k: v for k, v in self._known.items() if k in wanted}
 
 
 def upload_snapshot(
@@ -155,7 +162,8 @@ def upload_snapshot(
     upload_id = uuid.uuid4().hex[:12]
     files: list[SnapshotFile] = []
     uploaded = uploaded_bytes = reused = 0
-    for path in _snapshot_files(directory):
+    paths = _snapshot_files(directory)
+    for path in paths:
         sha, size = hashes.of(path)
         key = known.get(sha)
         if key is None:
@@ -167,6 +175,7 @@ def upload_snapshot(
         else:
             reused += 1
         files.append(SnapshotFile(path.name, key, size, sha))
+    hashes.keep_only(paths)
     if clock() - started > grace_s / 2:
         log.warning(
             "snapshot of %s/%s at changelog offset %d took %.0f s, over half the grace period "
@@ -240,7 +249,7 @@ class SnapshotUploader:
         self._committed: dict[tuple[str, str], int] = {}  # the newest committed changelog offset
         self._queued: dict[tuple[str, str], int] = {}  # the newest offset queued
         self._cache: dict[str, SnapshotIndex] = {}
-        self._hashes = _Hashes()
+        self._hashes: dict[tuple[str, str], _Hashes] = {}  # per (task, store)
         self._closed = False
         counter = metrics.counter
         self.uploaded = counter("snapshots-uploaded")
@@ -377,7 +386,7 @@ class SnapshotUploader:
                 job.meta,
                 grace_s=self.settings.grace_s,
                 clock=self._clock,
-                hashes=self._hashes,
+                hashes=self._hashes.setdefault((job.task, job.store), _Hashes()),
                 cache=self._cache,
             )
         except (BlobStoreError, OSError) as exc:
