@@ -55,6 +55,7 @@ def sweep(
     deleted_indexes = 0
     for name in view.index_names[: max(len(view.index_names) - keep, 0)]:
         blob.delete(layout.index_key(name))
+        view.cache.pop(layout.index_key(name), None)  # the parsed-index cache keeps no deleted one
         deleted_indexes += 1
     view.refresh()  # the files of indexes written meanwhile must count as referenced
     referenced: set[str] = set()

@@ -360,7 +360,12 @@ class SnapshotUploader:
                     return
                 _, job = self._pending.popitem(last=False)
                 self._busy = job
-            ok = self._upload(job)
+            try:
+                ok = self._upload(job)
+            except Exception:  # a bug must not end the thread: snapshots would stop for good
+                self.failures.inc()
+                log.exception("snapshot of %s/%s failed unexpectedly (tried again)", job.task, job.store)
+                ok = False
             with self._cond:
                 self._busy = None
                 if ok:
