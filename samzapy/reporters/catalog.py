@@ -79,6 +79,11 @@ CATALOG: dict[str, MetricDoc] = {
     ),
     "duplicates": _c("Messages the deduplication operator found already seen, dropped.", "duplicates"),
     "dedup-too-old": _c("Messages older than the deduplication window, dropped.", "dedup-too-old"),
+    "duplicates-dropped": _c(
+        "Pipelines: re-keyed records seen before (a re-sent key_by record) and stream-stream join "
+        "results of a left record already joined (once=True), dropped.",
+        "duplicates-dropped",
+    ),
     "registry-too-old": _c(
         "Join registry (stream-stream join): events older than its retention horizon, refused "
         "(whether they were joined can no longer be known).",
