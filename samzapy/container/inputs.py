@@ -114,9 +114,16 @@ class Inputs:
         """Update "caught up" flags after processing; resume inputs whose bootstraps are done."""
         changed = False
         for part in self.partitions.values():
+            at = position.get(part.ssp, part.start_offset)
+            if part.extra.get("intermediate"):
+                # An intermediate stream grows while the job runs (its own tasks write it): it is
+                # caught up only while read to the end the consumer last saw and quiet, never for
+                # good, so --exit-at-end reads back what the job wrote (issue 29).
+                high = self.consumer.highwater(part.tp) or 0
+                part.caught_up = at >= max(part.start_end, high) and part.empty_polls >= EMPTY_POLLS_AT_END
+                continue
             if part.caught_up:
                 continue
-            at = position.get(part.ssp, part.start_offset)
             if at >= part.start_end and part.empty_polls >= EMPTY_POLLS_AT_END:
                 part.caught_up = True
                 changed = changed or part.bootstrap

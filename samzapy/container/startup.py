@@ -138,9 +138,10 @@ def input_partitions(
             start = begins[tp]
         else:
             start = ends[tp]
-        parts.append(
-            InputPartition(ssp, tp, task, stream_config.priority, stream_config.bootstrap, start, ends[tp])
-        )
+        part = InputPartition(ssp, tp, task, stream_config.priority, stream_config.bootstrap, start, ends[tp])
+        if stream_config.intermediate:
+            part.extra["intermediate"] = True  # the job writes it: read to its end as it grows (inputs.py)
+        parts.append(part)
         log.info("%s: %s starts at offset %d (end at start: %d)", task.task_name, ssp, start, ends[tp])
     return parts
 

@@ -8,6 +8,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -78,3 +79,33 @@ def test_a_pipeline_app_runs_on_the_broker_as_in_process_and_refuses_a_rename(
     assert "give it name='" in refused.stderr
     accepted = run_job(renamed, "--exit-at-end", *servers, "--config=pipeline.plan.accept=true")
     assert accepted.returncode == 0, accepted.stderr[-3000:]
+
+
+def test_exit_at_end_reads_back_what_the_job_wrote_to_its_intermediate_topic(
+    tmp_path: Path, broker: str, topic_name: str
+) -> None:
+    """20,000 views re-keyed through the job's own intermediate topic: with --exit-at-end the
+    job stops only once it has read back every re-keyed view (before the fix it stopped when its
+    source was read, with 7,065 of 20,000 views counted)."""
+    name = topic_name[:40].rstrip("-")
+    views = pageviews(PageViewSpec(count=20_000, users=200, pages=50))
+    produce_json(broker, f"{name}-views", 4, views)
+    produce_end_of_stream(broker, f"{name}-views")
+    app = tmp_path / "all_app.py"
+    app.write_text(
+        "import samzapy\n"
+        f"app = samzapy.App('{name}')\n"
+        f"(app.stream('{name}-views', timestamp='ts').key_by(lambda v: v['user_id'])\n"
+        f"    .window(samzapy.tumbling(hours=1), samzapy.count()).to('{name}-counts'))\n"
+    )
+    result = run_job(
+        app,
+        "--exit-at-end",
+        f"--config=systems.kafka.consumer.bootstrap.servers={broker}",
+        f"--config=job.logged.store.base.dir={tmp_path / 'state'}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    counted = sum(
+        orjson.loads(r.value)["value"] for r in dedup_by_id(consume_all(broker, f"{name}-counts")).values()
+    )
+    assert counted == 20_000
