@@ -78,7 +78,8 @@ class JobSnapshots:
         blob = job_blob_store(job) if used else None
         if blob is None:
             return None
-        log.info("store snapshots in %s", blob.describe())
+        # said once per container; restore-only users (standbys, tools) say it at debug level
+        (log.info if upload else log.debug)("store snapshots in %s", blob.describe())
         return cls(job, blob, metrics, upload=upload)
 
     def source(self, store: StoreConfig, partition: int, checkpoint: Any) -> SnapshotSource | None:
