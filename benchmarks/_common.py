@@ -131,11 +131,13 @@ def run_child(
     command: list[str],
     ready_marker: str | None = "starts at offset",
     timeout_s: float | None = None,
+    *,
+    tree_cpu: bool = False,
     **kwargs: Any,
 ) -> Run:
     """Run ``command`` to its end; the peak RSS is its own (:class:`_PeakRss`; not its
     children's), the ready time from the first stderr line that contains ``ready_marker``, the
-    CPU time from ``wait4`` and, at that line, from ``/proc``.
+    CPU time from ``wait4`` and, at that line, from ``/proc`` (of its whole tree with ``tree_cpu``).
     Raises SystemExit with its error lines when it fails or is killed after ``timeout_s``."""
     started = time.perf_counter()
     ready = None
@@ -159,7 +161,8 @@ def run_child(
         for line in process.stderr:
             if ready is None and ready_marker and ready_marker in line:
                 ready = time.perf_counter() - started
-                ready_cpu = process_cpu_s(process.pid) or 0.0
+                # tree_cpu: a parent's members too (their CPU reaches wait4 once reaped)
+                ready_cpu = (tree_cpu_s(process.pid) if tree_cpu else process_cpu_s(process.pid)) or 0.0
             if "ERROR" in line or "Error" in line or "Traceback" in line:
                 errors.append(line)
         _, status, usage = os.wait4(process.pid, 0)

@@ -20,12 +20,20 @@ one topic:
 The input topic is created with explicit ``retention.*`` configs: Quix derives its changelog
 configs from the input topic's and fails on the dev broker's empty DescribeConfigs otherwise.
 
+With ``--processes 1,2`` it measures instead the same count in group mode (the job's
+members in one consumer group) run by ``samzapy run --processes N`` for each N, alternating
+(1, 2, 1, 2): the rate over the processing phase (from the first member running tasks to
+the parent's exit, each member stopping at the end of its input) and the CPU per message of
+the whole tree (parent and members).
+
     python -m benchmarks.bench_window_count --size full      # 1M views, 100k users
     python -m benchmarks.bench_window_count --count 100000 --users 10000 --peers quix
+    python -m benchmarks.bench_window_count --processes 1,2   # every core of a host
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import tempfile
@@ -41,6 +49,7 @@ from benchmarks._common import (
     Result,
     arguments,
     count_records,
+    process_cpu_s,
     processed_messages,
     raw_consume,
     run_child,
@@ -130,6 +139,55 @@ def samzapy_restore(config: Path, tag: str, tmp: Path, result: Result) -> tuple[
     return run.ready_s - restore_s, restore_s
 
 
+def run_processes(
+    tmp: Path, servers: str, processes: int, result: Result, tag: str, broker_pid: int
+) -> Figures:
+    """The counter in group mode under ``samzapy run --processes N`` as job ``tag``.
+
+    Also notes the dev broker's CPU per message over the run: it shares the host's cores.
+    """
+    config = samzapy_config(tmp, servers, "true", tag)
+    group = {"job.coordinator.factory": "group", "job.coordinator.session.timeout.ms": "6000"}
+    config.write_text(config.read_text() + "".join(f"{k}={v}\n" for k, v in group.items()))
+    metrics = tmp / f"metrics-{tag}.json"
+    command = samzapy_run(config, "--processes", str(processes), "--metrics-file", str(metrics))
+    broker_cpu = process_cpu_s(broker_pid) or 0.0
+    run = run_child(command, ready_marker="running tasks [", tree_cpu=True)
+    broker_cpu = (process_cpu_s(broker_pid) or 0.0) - broker_cpu
+    snapshots = [metrics] if processes == 1 else [tmp / f"metrics-{tag}-{i}.json" for i in range(processes)]
+    processed = sum(processed_messages(json.loads(path.read_text())) for path in snapshots)
+    cpu_us = run.busy_cpu_s / max(processed, 1) * 1e6
+    result.note(
+        f"samzapy --processes {processes} ({tag}): {processed:,} messages; first task running after "
+        f"{run.ready_s:.1f} s; processing {processed / run.busy_s:,.0f} msg/s over {run.busy_s:.1f} s, "
+        f"CPU {cpu_us:.1f} us per message (parent and members); the dev broker "
+        f"{broker_cpu / max(processed, 1) * 1e6:.1f} us per message over the whole run"
+    )
+    return Figures(f"{processes} processes", processed / run.busy_s, cpu_us, run.rss_mb)
+
+
+def compare_processes(
+    tmp: Path, servers: str, counts: list[int], rounds: int, result: Result, broker_pid: int
+) -> None:
+    """``--processes`` for each of ``counts``, alternating, ``rounds`` times; rows and ratios."""
+    runs: dict[int, list[Figures]] = {n: [] for n in counts}
+    for round_ in range(rounds):
+        for n in counts:
+            runs[n].append(run_processes(tmp, servers, n, result, f"p{n}-{round_}", broker_pid))
+    for n, figures in runs.items():
+        result.add(
+            f"samzapy window count, group mode, --processes {n}",
+            _mean([f.rate for f in figures]),
+            "msg/s",
+            rss_mb=max(f.rss_mb for f in figures),
+            cpu_us=_mean([f.cpu_us for f in figures]),
+        )
+    base = runs[counts[0]]
+    for n in counts[1:]:
+        ratio = _mean([b.rate / a.rate for a, b in zip(base, runs[n], strict=True)])
+        result.add(f"--processes {n} / --processes {counts[0]}, rate", ratio, "x")
+
+
 def run_peer(peer: str, servers: str, count: int, tmp: Path, result: Result, tag: str) -> Figures | None:
     """Run ``peer``'s window count as group ``bench-<peer>-<tag>``; None when it cannot run."""
     try:
@@ -206,8 +264,9 @@ def main() -> None:
         peers="quix,faust",
         coalesce="true",
         rounds=2,
+        processes="",
     )
-    result = Result("window_count")
+    result = Result("window_count" if not args.processes else "window_processes")
     names = [p for p in args.peers.split(",") if p]
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
@@ -219,52 +278,64 @@ def main() -> None:
             result.note(
                 f"{args.count:,} views, {args.users:,} users, {PARTITIONS} partitions, "
                 f"produced in {time.perf_counter() - started:.1f} s; {args.rounds} rounds of "
-                f"samzapy, {', '.join(names) or 'no peer'} interleaved"
+                + (
+                    f"--processes {args.processes}"
+                    if args.processes
+                    else f"samzapy, {', '.join(names) or 'no peer'}"
+                )
+                + " interleaved"
             )
-            raw = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=False)
-            limit = ("raw consume", raw.rate)
-            result.add(
-                "raw kafka-python consume (same topic)", raw.rate, "msg/s", limit=limit, cpu_us=raw.cpu_us
-            )
-            fast = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=True)
-            result.add(
-                "consume with samzapy's C batch decoder", fast.rate, "msg/s", limit=limit, cpu_us=fast.cpu_us
-            )
-            runs: dict[str, list[Figures]] = {"samzapy": []}
-            config = None
-            for round_ in range(args.rounds):
-                figures, config = run_samzapy(tmp, servers, args.coalesce, result, f"main{round_}")
-                runs["samzapy"].append(figures)
-                for peer in names:
-                    peer_figures = run_peer(peer, servers, args.count, tmp, result, str(round_))
-                    if peer_figures is not None:
-                        runs.setdefault(peer, []).append(peer_figures)
-            report(result, runs, limit)
-            other = "false" if args.coalesce == "true" else "true"
-            figures, _ = run_samzapy(tmp, servers, other, result, f"coalesce-{other}")
-            result.add(
-                f"samzapy window count, changelog.coalesce={other}",
-                figures.rate,
-                "msg/s",
-                limit=limit,
-                rss_mb=figures.rss_mb,
-                cpu_us=figures.cpu_us,
-            )
-            restores = []
-            for _ in range(args.rounds if "quix" in runs else 1):
-                restores.append(("samzapy", *samzapy_restore(config, "main0", tmp, result)))
-                if "quix" in runs:
-                    restores.append(("quix", *quix_restore(servers, args.count, tmp, result, "0")))
-            for who in ("samzapy", "quix"):
-                mine = [r for r in restores if r[0] == who]
-                if mine:
-                    join = "start-up" if who == "samzapy" else "group join"
-                    before = _mean([r[1] for r in mine])
-                    result.add(f"{who} restore run: {join} before restore, s", before, "s")
-                    result.add(f"{who} restore run: restore, s", _mean([r[2] for r in mine]), "s")
+            if args.processes:
+                counts = [int(n) for n in args.processes.split(",")]
+                compare_processes(tmp, servers, counts, args.rounds, result, info.pid)
+            else:
+                compare_peers(tmp, servers, args, names, result)
         finally:
             dev_broker.stop(tmp / "broker")
     result.write(args.result)
+
+
+def compare_peers(
+    tmp: Path, servers: str, args: argparse.Namespace, names: list[str], result: Result
+) -> None:
+    """The window count of samzapy and its peers, interleaved, and the restore runs (module doc)."""
+    raw = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=False)
+    limit = ("raw consume", raw.rate)
+    result.add("raw kafka-python consume (same topic)", raw.rate, "msg/s", limit=limit, cpu_us=raw.cpu_us)
+    fast = raw_consume(servers, TOPIC, PARTITIONS, c_decoder=True)
+    result.add("consume with samzapy's C batch decoder", fast.rate, "msg/s", limit=limit, cpu_us=fast.cpu_us)
+    runs: dict[str, list[Figures]] = {"samzapy": []}
+    config = None
+    for round_ in range(args.rounds):
+        figures, config = run_samzapy(tmp, servers, args.coalesce, result, f"main{round_}")
+        runs["samzapy"].append(figures)
+        for peer in names:
+            peer_figures = run_peer(peer, servers, args.count, tmp, result, str(round_))
+            if peer_figures is not None:
+                runs.setdefault(peer, []).append(peer_figures)
+    report(result, runs, limit)
+    other = "false" if args.coalesce == "true" else "true"
+    figures, _ = run_samzapy(tmp, servers, other, result, f"coalesce-{other}")
+    result.add(
+        f"samzapy window count, changelog.coalesce={other}",
+        figures.rate,
+        "msg/s",
+        limit=limit,
+        rss_mb=figures.rss_mb,
+        cpu_us=figures.cpu_us,
+    )
+    restores = []
+    for _ in range(args.rounds if "quix" in runs else 1):
+        restores.append(("samzapy", *samzapy_restore(config, "main0", tmp, result)))
+        if "quix" in runs:
+            restores.append(("quix", *quix_restore(servers, args.count, tmp, result, "0")))
+    for who in ("samzapy", "quix"):
+        mine = [r for r in restores if r[0] == who]
+        if mine:
+            join = "start-up" if who == "samzapy" else "group join"
+            before = _mean([r[1] for r in mine])
+            result.add(f"{who} restore run: {join} before restore, s", before, "s")
+            result.add(f"{who} restore run: restore, s", _mean([r[2] for r in mine]), "s")
 
 
 if __name__ == "__main__":
