@@ -186,7 +186,22 @@ def _ad_events(n: int, seed: int = 3) -> list[tuple[str, str, Any]]:
     return [(topic, key, {**value, "ts": ts}) for ts, topic, key, value in events]
 
 
-def test_the_ad_click_join_pipeline_gives_the_task_versions_outputs_ids_bytes_and_stores() -> None:
+def _feed_with_crashes(h: PipelineHarness, records: list[tuple[str, str, Any]], *, crashes: int) -> None:
+    """Send ``records`` one by one; ``crashes`` times on the way: commit, send a few more,
+    kill -9 every task (unacknowledged writes lost), restart from the commit."""
+    step = len(records) // (crashes + 1)
+    for i, (topic, key, value) in enumerate(records):
+        h.send(topic, key, value)
+        if i % step == step // 2 and i // step < crashes:
+            h.commit()
+        elif i % step == step - 1 and i // step < crashes:
+            h.crash()
+            h.restart()
+
+
+def test_the_ad_click_join_pipeline_gives_the_task_versions_outputs_ids_bytes_and_stores_after_kill_9() -> (
+    None
+):
     from samzapy.jobs.ad_click_join import AdClickJoinTask
     from samzapy.jobs.ad_click_join_pipeline import app
 
@@ -204,8 +219,7 @@ def test_the_ad_click_join_pipeline_gives_the_task_versions_outputs_ids_bytes_an
     for h in tasks:
         h.close()
     with PipelineHarness(app, partitions=PARTITIONS) as h:
-        for topic, key, value in events:
-            h.send(topic, key, value)
+        _feed_with_crashes(h, events, crashes=2)
         h.window()
         h.end_of_stream()
         assert _by_id(h.records("ad-clicks-joined")) == task_joined
