@@ -19,8 +19,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple, Protocol
 
-#: A record's headers: (name, value) pairs, in order; a name may repeat.
+#: The headers samzapy sends with a record: (name, value) pairs, in order; a name may repeat.
 Headers = list[tuple[str, bytes]]
+#: A read record's headers, as :attr:`Record.headers` gives them: like :data:`Headers`, but a
+#: value may be ``None`` (Kafka allows a header without a value) and the pairs are read-only.
+RecordHeaders = Sequence[tuple[str, bytes | None]]
 
 
 class TopicPartition(NamedTuple):
@@ -71,7 +74,7 @@ class Record(OffsetRecord, Protocol):
         """Its timestamp, in milliseconds since the epoch."""
 
     @property
-    def headers(self) -> Sequence[tuple[str, bytes | None]]:
+    def headers(self) -> RecordHeaders:
         """Its headers, in order."""
 
     @property

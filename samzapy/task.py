@@ -19,14 +19,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from samzapy.records import Headers, RecordHeaders
 from samzapy.streams import SystemStream, SystemStreamPartition
 
 if TYPE_CHECKING:
     from samzapy.config.app import AppConfig
     from samzapy.config.model import StreamConfig
     from samzapy.stores.base import KeyValueStore
-
-Headers = list[tuple[str, bytes]]
 
 
 @dataclass(slots=True)
@@ -44,7 +43,7 @@ class IncomingMessageEnvelope:
         message: the deserialised value.
         timestamp: the Kafka record timestamp in milliseconds.
         size: the size in bytes of the serialised key plus value.
-        headers: the Kafka record headers, as (name, bytes) pairs.
+        headers: the Kafka record headers, as (name, value) pairs (a value may be ``None``).
     """
 
     system_stream_partition: SystemStreamPartition
@@ -53,7 +52,7 @@ class IncomingMessageEnvelope:
     message: Any
     timestamp: int = 0
     size: int = 0
-    headers: Headers = field(default_factory=list)
+    headers: RecordHeaders = field(default_factory=list)
 
     @property
     def stream(self) -> str:

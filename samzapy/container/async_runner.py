@@ -48,8 +48,10 @@ import time
 import zlib
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
+from samzapy.config.model import JobConfig
+from samzapy.container.collector import TaskCollector
 from samzapy.container.envelopes import envelope_of
 from samzapy.container.error_policy import ErrorPolicy, MessageFailure, storage_failure_in
 from samzapy.container.offset_tracker import OffsetTracker
@@ -81,7 +83,7 @@ class _MessageCollector:
 
     __slots__ = ("_collector", "_prefix", "_sequence")
 
-    def __init__(self, collector: Any, prefix: str) -> None:
+    def __init__(self, collector: TaskCollector, prefix: str) -> None:
         self._collector = collector
         self._prefix = prefix
         self._sequence = 0
@@ -97,7 +99,9 @@ class _MessageCollector:
 class AsyncTaskRunner:
     """The lanes, trackers and counters of one async task; see the module docstring."""
 
-    def __init__(self, instance: TaskInstance, job: Any, policy: ErrorPolicy, loop: Any) -> None:
+    def __init__(
+        self, instance: TaskInstance, job: JobConfig, policy: ErrorPolicy, loop: asyncio.AbstractEventLoop
+    ) -> None:
         self.instance = instance
         self._policy = policy
         self._loop = loop
@@ -195,7 +199,8 @@ class AsyncTaskRunner:
         attempt = 1
         while True:
             collector = _MessageCollector(instance.collector, f"{instance.task_name}:{offset}")
-            call = instance.task.process_async(held.envelope, collector, instance.coordinator)
+            task = cast(AsyncStreamTask, instance.task)  # the runner is built for async tasks alone
+            call = task.process_async(held.envelope, collector, instance.coordinator)
             self.running += 1
             started = time.perf_counter_ns()
             try:
@@ -283,7 +288,7 @@ class AsyncRunner:
     :class:`MessageFailure` of a message whose policy is to stop the job.
     """
 
-    def __init__(self, tasks: list[TaskInstance], job: Any, policy: ErrorPolicy) -> None:
+    def __init__(self, tasks: list[TaskInstance], job: JobConfig, policy: ErrorPolicy) -> None:
         self._loop = asyncio.new_event_loop()
         self._job = job
         self._policy = policy
@@ -294,7 +299,7 @@ class AsyncRunner:
         }
 
     @classmethod
-    def for_tasks(cls, tasks: list[TaskInstance], job: Any, policy: ErrorPolicy) -> AsyncRunner | None:
+    def for_tasks(cls, tasks: list[TaskInstance], job: JobConfig, policy: ErrorPolicy) -> AsyncRunner | None:
         """A runner when some task is an :class:`AsyncStreamTask`, else ``None``."""
         if not any(isinstance(t.task, AsyncStreamTask) for t in tasks):
             return None

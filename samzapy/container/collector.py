@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from samzapy.errors import KafkaSystemError, SerdeError
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.metrics import Counter
 from samzapy.output_ids import ID_HEADER, output_id
+from samzapy.records import RecordSink
+from samzapy.serdes import Serde, SerdeResolver
 from samzapy.streams import SystemStream
 from samzapy.task import OutgoingMessageEnvelope
 
 log = logging.getLogger(__name__)
+
+#: An output stream's key serde, message serde and partition count (a ``None`` serde: bytes).
+Resolved = tuple[Serde | None, Serde | None, int]
 
 
 class OutputStreams:
@@ -22,12 +28,12 @@ class OutputStreams:
     count, so that outputs are created on first use with the configured partition count.
     """
 
-    def __init__(self, serdes: Any, ensure_topic: Any) -> None:
+    def __init__(self, serdes: SerdeResolver, ensure_topic: Callable[[SystemStream], int]) -> None:
         self._serdes = serdes
         self._ensure_topic = ensure_topic
-        self._resolved: dict[SystemStream, tuple[Any, Any, int]] = {}
+        self._resolved: dict[SystemStream, Resolved] = {}
 
-    def resolve(self, stream: SystemStream) -> tuple[Any, Any, int]:
+    def resolve(self, stream: SystemStream) -> Resolved:
         """(key serde, msg serde, partition count) of ``stream``."""
         found = self._resolved.get(stream)
         if found is None:
@@ -56,7 +62,7 @@ class TaskCollector:
     def __init__(
         self,
         task_name: str,
-        producer: Any,
+        producer: RecordSink,
         outputs: OutputStreams,
         *,
         writes: Counter | None = None,
@@ -75,7 +81,7 @@ class TaskCollector:
         self.dropped = dropped if dropped is not None else Counter()
         # The last stream sent to and what it resolved to: a task mostly sends to one stream,
         # and resolving hashes the stream (a frozen dataclass) on every send.
-        self._last: tuple[object, tuple[Any, Any, int]] | None = None
+        self._last: tuple[object, Resolved] | None = None
 
     def begin(self, stream: str, origin: int | str) -> None:
         """Start numbering the outputs caused by the input at offset ``origin`` of ``stream``
@@ -100,9 +106,9 @@ class TaskCollector:
         partition = envelope.partition
         if partition is None:
             if envelope.partition_key is not None:
-                partition = partition_for_key(
-                    encode_output(key_serde, envelope.partition_key, stream, "key"), partitions
-                )
+                partition_key = encode_output(key_serde, envelope.partition_key, stream, "key")
+                assert partition_key is not None  # encode_output gives None for None alone
+                partition = partition_for_key(partition_key, partitions)
             elif key is not None:
                 partition = partition_for_key(key, partitions)
             else:
@@ -124,7 +130,7 @@ class TaskCollector:
         self.writes.value += 1
 
 
-def encode_output(serde: Any, value: Any, stream: SystemStream, what: str) -> bytes | None:
+def encode_output(serde: Serde | None, value: Any, stream: SystemStream, what: str) -> bytes | None:
     """``value`` (the ``what``: "key" or "message") serialised for ``stream`` with ``serde``.
 
     Raises:

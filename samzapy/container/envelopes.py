@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from samzapy.records import Record
+from samzapy.serdes import Serde
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import IncomingMessageEnvelope
 
 
 def envelope_of(
-    ssp: SystemStreamPartition, record: Record, key_serde: Any, msg_serde: Any
+    ssp: SystemStreamPartition, record: Record, key_serde: Serde | None, msg_serde: Serde | None
 ) -> IncomingMessageEnvelope:
     """The envelope of ``record`` with key and message deserialised (a ``None`` serde or a
     ``None`` key/value is passed through as it is).

@@ -29,9 +29,9 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from samzapy.config.model import JobConfig, StoreConfig
+from samzapy.config.model import JobConfig, Processor, StoreConfig
 from samzapy.container.side_input_processor import RecordWriter
 from samzapy.crashpoints import crash_point
 from samzapy.errors import KafkaSystemError
@@ -40,11 +40,15 @@ from samzapy.kafka.offsets import beginning_offsets, end_offsets
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.kafka.settings import client_settings
 from samzapy.metrics import MetricsGroup, MetricsRegistry
-from samzapy.records import TopicPartition
+from samzapy.records import Record, TopicPartition
 from samzapy.serdes import SerdeResolver
 from samzapy.stores.engine import StorageEngine
 from samzapy.stores.paths import global_label, global_store_dir, store_dir
-from samzapy.stores.side_input_store import build_side_input_store
+from samzapy.stores.side_input_store import (
+    SideInputMemoryStore,
+    SideInputRocksDBStore,
+    build_side_input_store,
+)
 from samzapy.streams import task_name_for
 
 log = logging.getLogger(__name__)
@@ -68,11 +72,12 @@ class SideInputTarget:
     offsets: dict[TopicPartition, int] = field(default_factory=dict)  # next offset to apply
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> SideInputRocksDBStore | SideInputMemoryStore:
         """The raw engine (``apply``, ``offsets``, ``wipe``)."""
-        return self.store.raw
+        # build_side_input_store puts one of these under every side-input store
+        return cast(SideInputRocksDBStore | SideInputMemoryStore, self.store.raw)
 
-    def apply(self, tp: TopicPartition, records: list[Any], *, restoring: bool = False) -> None:
+    def apply(self, tp: TopicPartition, records: list[Record], *, restoring: bool = False) -> None:
         """Apply the records of ``tp`` not applied yet, with the next offset, atomically."""
         start = self.offsets.get(tp, 0)
         records = [r for r in records if r.offset >= start]
@@ -160,6 +165,13 @@ class SideInputs:
         """The store ``name`` as task ``partition`` gets it (shared by all tasks if global)."""
         return self._by_task[(name, partition)]
 
+    @property
+    def _reader(self) -> Consumer:
+        """The consumer; only a job with side-input stores has one, and only such a job has
+        targets and partitions to read (the methods ask for it only then)."""
+        assert self._consumer is not None, "no side-input store: nothing to read"
+        return self._consumer
+
     # -- start-up: to the true end ----------------------------------------------------------
 
     def catch_up(self) -> None:
@@ -169,7 +181,7 @@ class SideInputs:
             self._check_offsets(target)
             before = target.metrics.counter("restored-records").value
             for tp in target.tps:
-                for batch in read_partition(self._consumer, tp, target.offsets[tp]):
+                for batch in read_partition(self._reader, tp, target.offsets[tp]):
                     target.apply(tp, batch, restoring=True)
                     crash_point("during-side-input-restore")
             read = target.metrics.counter("restored-records").value - before
@@ -187,8 +199,8 @@ class SideInputs:
         stored = {TopicPartition(t, p): o for (t, p), o in target.engine.offsets().items()}
         # Several topics at once, after reads that assigned one partition at a time: kafka-python
         # may answer without some of them; samzapy.kafka.offsets asks again.
-        begins = beginning_offsets(self._consumer, target.tps)
-        ends = end_offsets(self._consumer, target.tps)
+        begins = beginning_offsets(self._reader, target.tps)
+        ends = end_offsets(self._reader, target.tps)
         reason = None
         if set(stored) - set(target.tps):
             reason = "it holds partitions no longer configured: " + ", ".join(
@@ -216,12 +228,12 @@ class SideInputs:
         """Whether the log of ``tp`` reaches ``offset``: a fetch at ``offset - 1`` returns a
         record. Needed because the dev broker's reported end undercounts (DESIGN §10); any
         record counts, since compaction may have removed the one at ``offset - 1`` itself."""
-        self._consumer.assign([tp])
-        self._consumer.seek(tp, offset - 1)
+        self._reader.assign([tp])
+        self._reader.seek(tp, offset - 1)
         deadline = time.monotonic() + EXISTS_POLL_MS / 1000
         try:
             while time.monotonic() < deadline:
-                if self._consumer.poll(timeout_ms=100).get(tp):
+                if self._reader.poll(timeout_ms=100).get(tp):
                     return True
         except OffsetOutOfRangeError:  # a real Kafka says so at once
             return False
@@ -231,9 +243,9 @@ class SideInputs:
         tps = sorted(self._by_tp)
         if not tps:
             return
-        self._consumer.assign(tps)
+        self._reader.assign(tps)
         for tp in tps:
-            self._consumer.seek(tp, min(t.offsets[tp] for t in self._by_tp[tp]))
+            self._reader.seek(tp, min(t.offsets[tp] for t in self._by_tp[tp]))
 
     # -- running ----------------------------------------------------------------------------
 
@@ -241,7 +253,7 @@ class SideInputs:
         """Apply the side-input records that have arrived, without waiting; returns how many."""
         if not self._by_tp:
             return 0
-        polled = self._consumer.poll(timeout_ms=0, max_records=MAX_PUMP_RECORDS)
+        polled = self._reader.poll(timeout_ms=0, max_records=MAX_PUMP_RECORDS)
         count = 0
         for tp, records in polled.items():
             for target in self._by_tp.get(tp, ()):
@@ -311,7 +323,7 @@ def _instances(
 def _target(
     instance: _Instance,
     config: StoreConfig,
-    processor: Any,
+    processor: Processor | None,
     serdes: SerdeResolver,
     registry: MetricsRegistry,
 ) -> SideInputTarget:

@@ -113,6 +113,7 @@ class StandbyStore:
         self._rebase(k)
 
     def _rebase(self, k: int | None) -> None:
+        assert self.raw is not None  # opened by _open
         end = self.changelog.end_offset()
         if k is not None and k >= end:
             log.error(
@@ -158,8 +159,9 @@ class StandbyStore:
                 k,
             )
             self._rebase(k)
+        # _open and _rebase may give the copy up; mypy keeps the narrowing above across calls
         if self.disabled:
-            return
+            return  # type: ignore[unreachable]
         self.committed = k
         if k > self.applied:
             self._apply(k, stop)

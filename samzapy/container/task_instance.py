@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from samzapy.container.collector import TaskCollector
 from samzapy.container.error_policy import ErrorPolicy, FailureCounts
 from samzapy.metrics import MetricsGroup
 from samzapy.records import Record
+from samzapy.serdes import Serde
+from samzapy.stores.base import KeyValueStore
 from samzapy.stores.engine import StorageEngine
 from samzapy.streams import SystemStreamPartition
-from samzapy.task import ClosableTask, IncomingMessageEnvelope, WindowableTask
+from samzapy.task import ClosableTask, IncomingMessageEnvelope, StreamTask, WindowableTask
 from samzapy.user_code import user_failure
 
 log = logging.getLogger(__name__)
+
+#: A serde's ``from_bytes``: a key's or message's bytes to the object the task sees.
+Decoder = Callable[[bytes], Any]
 
 
 class Coordinator:
@@ -52,10 +58,10 @@ class TaskInstance:
         self,
         task_name: str,
         partition: int,
-        task: Any,
-        stores: dict[str, Any],
+        task: StreamTask,
+        stores: dict[str, KeyValueStore[Any, Any]],
         collector: TaskCollector,
-        input_serdes: dict[SystemStreamPartition, tuple[Any, Any]],
+        input_serdes: dict[SystemStreamPartition, tuple[Serde | None, Serde | None]],
         policy: ErrorPolicy,
         metrics: MetricsGroup,
         shared: frozenset[str] = frozenset(),
@@ -136,7 +142,7 @@ class TaskInstance:
                 self._process_latency.observe(elapsed / done / 1e9, done)
         return index
 
-    def _decoders(self, ssp: SystemStreamPartition) -> tuple[Any, Any]:
+    def _decoders(self, ssp: SystemStreamPartition) -> tuple[Decoder | None, Decoder | None]:
         """The ``from_bytes`` of ``ssp``'s key and message serdes (``None``: bytes as they are)."""
         key_serde, msg_serde = self.input_serdes[ssp]
         return (
@@ -196,5 +202,5 @@ class TaskInstance:
             for store in self._owned():
                 store.close()
 
-    def _owned(self) -> list[Any]:
+    def _owned(self) -> list[KeyValueStore[Any, Any]]:
         return [store for name, store in self.stores.items() if name not in self._shared]
