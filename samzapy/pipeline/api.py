@@ -511,11 +511,30 @@ class Table:
         joiner: Callable[[Any, Any], Any] | None = None,
         *,
         kind: str = "inner",
+        foreign_key: Callable[[Any], Any] | None = None,
         name: str | None = None,
     ) -> Table:
         """The table-table join: a joined value per key, updated (or deleted) on every change
-        of either side; ``kind`` is ``inner``, ``left`` or ``outer``."""
+        of either side; ``kind`` is ``inner``, ``left`` or ``outer``.
+
+        With ``foreign_key=fn``, the foreign-key join (Kafka Streams' KIP-213): each row of
+        this table joins the row of ``other`` whose key is ``fn(value)``; the tables need not
+        be partitioned alike (the two halves talk through two intermediate topics); ``kind``
+        is ``inner`` or ``left``."""
         where = _caller()
+        if foreign_key is not None:
+            _check_fn(foreign_key, "join", where)
+            _check_kind(kind, ("inner", "left"), where)
+            node = self.app._add(
+                "fk_join",
+                (self.node, other.node),
+                where,
+                name=name,
+                args={"joiner": joiner or _pair, "kind": kind, "foreign_key": foreign_key},
+                partitions=self.node.partitions,
+                key_serde=self.node.key_serde,
+            )
+            return Table(self.app, node)
         _check_copartitioned((self, other), "join", where, require_keys=True)
         _check_kind(kind, ("inner", "left", "outer"), where)
         node = self.app._add(

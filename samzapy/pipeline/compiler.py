@@ -26,7 +26,16 @@ TASK_CLASS = "samzapy.pipeline.task:PipelineTask"
 APP_KEY = "pipeline.app"
 TASKS_KEY = "pipeline.tasks"
 
-_STATEFUL = {"key_by", "window", "stream_table_join", "stream_stream_join", "dedup", "table", "global_table"}
+_STATEFUL = {
+    "key_by",
+    "window",
+    "stream_table_join",
+    "stream_stream_join",
+    "dedup",
+    "table",
+    "global_table",
+    "fk_join",
+}
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,8 @@ class Plan:
     children: dict[int, list[Node]]
     timers: bool
     side_inputs: dict[str, Node] = field(default_factory=dict)
+    #: The two intermediate topics of each foreign-key join: (subscriptions, responses).
+    fk_topics: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def job_name(self) -> str:
@@ -65,9 +76,14 @@ class Plan:
         return self.app.name
 
     @property
+    def intermediate_topics(self) -> list[str]:
+        """Every topic the job writes and reads itself (key_by, foreign-key joins)."""
+        return [*self.intermediates.values(), *(t for pair in self.fk_topics.values() for t in pair)]
+
+    @property
     def inputs(self) -> list[str]:
         """Every topic the tasks read: sources, then intermediate topics."""
-        return [*self.sources, *self.intermediates.values()]
+        return [*self.sources, *self.intermediate_topics]
 
     def input_of(self, node: Node) -> str:
         """The topic a root node (source, table, key_by) is read from."""
@@ -146,7 +162,36 @@ def compile_app(app: App) -> Plan:
             msg = f"{node.where}: the stream of '{topic}' goes nowhere: add .to(topic) or .sink(fn)"
             raise PipelineError(msg)
     timers = any(n.kind in ("key_by", "window", "stream_stream_join") for n in app.nodes)
-    return Plan(app, names, sources, intermediates, outputs, stores, stores_of, children, timers, side)
+    fk_topics = {
+        n.id: (f"{app.name}-{names[n.id]}-subscriptions", f"{app.name}-{names[n.id]}-responses")
+        for n in app.nodes
+        if n.kind == "fk_join"
+    }
+    _check_table_writers(app)
+    return Plan(
+        app, names, sources, intermediates, outputs, stores, stores_of, children, timers, side, fk_topics
+    )
+
+
+def _check_table_writers(app: App) -> None:
+    """A table takes part in at most one table-table or foreign-key join (the join keeps it)."""
+    seen: dict[int, Node] = {}
+    for node in app.nodes:
+        if node.kind not in ("table_table_join", "fk_join"):
+            continue
+        for parent in node.parents:
+            if parent.kind != "table":
+                msg = (
+                    f"{node.where}: a join of a joined table is not offered yet: join tables read from topics"
+                )
+                raise PipelineError(msg)
+            if parent.id in seen:
+                msg = (
+                    f"{node.where}: the table of '{parent.args['topic']}' is already joined with a table "
+                    f"at {seen[parent.id].where}: a table takes part in one table join (read the topic twice)"
+                )
+                raise PipelineError(msg)
+            seen[parent.id] = node
 
 
 def _names(app: App) -> dict[int, str]:
@@ -178,6 +223,7 @@ _KIND_NAMES = {
     "stream_table_join": "join",
     "stream_stream_join": "join",
     "table_table_join": "join",
+    "fk_join": "fk-join",
 }
 
 
@@ -239,6 +285,13 @@ def _stores(app: App, node: Node, name: str) -> list[StoreDecl]:
         return [decl(name, "join-buffer")]
     if kind == "stream_stream_join":
         return [decl(f"{name}-{part}", f"join-{part}") for part in ("left", "right", "expiry", "time")]
+    if kind == "fk_join":
+        left, right = node.parents
+        return [
+            decl(f"{name}-left", "fk-left", key_serde=left.key_serde, value_serde="json"),
+            decl(f"{name}-right", "fk-right", key_serde=right.key_serde, value_serde="json"),
+            decl(f"{name}-subscriptions", "fk-subscriptions"),
+        ]
     if kind == "process":
         return [
             decl(spec.name, "process", key_serde=spec.key, value_serde=spec.value)
@@ -271,9 +324,14 @@ def render(plan: Plan, source_name: str, app_spec: str | None) -> list[Property]
     for node_id, topic in plan.intermediates.items():
         node = app.nodes[node_id]
         _stream_serdes(put, topic, node.key_serde or "string", node.value_serde or "json", node.where)
-        put(f"systems.kafka.streams.{topic}.samza.intermediate", "true", node.where)
-        if app.partitions:
-            put(f"systems.kafka.streams.{topic}.partitions", app.partitions, node.where)
+        _intermediate(put, topic, app, node.where)
+    for node_id, (subscriptions, responses) in plan.fk_topics.items():
+        node = app.nodes[node_id]
+        left, right = node.parents
+        _stream_serdes(put, subscriptions, right.key_serde or "string", "json", node.where)
+        _stream_serdes(put, responses, left.key_serde or "string", "json", node.where)
+        _intermediate(put, subscriptions, app, node.where)
+        _intermediate(put, responses, app, node.where)
     for topic, node in plan.outputs.items():
         _stream_serdes(
             put, topic, node.args["key_serde"] or "string", node.args["value_serde"] or "json", node.where
@@ -310,6 +368,12 @@ def render(plan: Plan, source_name: str, app_spec: str | None) -> list[Property]
     if app.partitions:
         put(TASKS_KEY, app.partitions)
     return props
+
+
+def _intermediate(put: Any, topic: str, app: App, where: Where) -> None:
+    put(f"systems.kafka.streams.{topic}.samza.intermediate", "true", where)
+    if app.partitions:
+        put(f"systems.kafka.streams.{topic}.partitions", app.partitions, where)
 
 
 def _stream_serdes(put: Any, topic: str, key: str, value: str, where: Where) -> None:

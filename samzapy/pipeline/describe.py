@@ -28,7 +28,7 @@ def describe(plan: Plan, properties: list[Any]) -> str:
             if n.kind == "window" and n.args["late_to"]
         ),
         "topics created:",
-        *(f"  {t} (intermediate: written and read by the job)" for t in plan.intermediates.values()),
+        *(f"  {t} (intermediate: written and read by the job)" for t in plan.intermediate_topics),
         *(f"  {t} (changelog, compacted)" for t in changelogs),
         "stores:",
     ]
@@ -53,6 +53,9 @@ def _detail(plan: Plan, node: Node) -> str:
         return f"{name}: {args['spec']!r} {agg}, grace {args['grace']} ms, emit {args['emit']}"
     if kind == "to":
         return args["topic"]
+    if kind == "fk_join":
+        subscriptions, responses = plan.fk_topics[node.id]
+        return f"{name}: {args['kind']} by {_fn(args['foreign_key'])} via {subscriptions}, {responses}"
     if kind in ("stream_table_join", "stream_stream_join", "table_table_join", "dedup"):
         return f"{name}: {args.get('kind', '')} {_fn(args.get('joiner') or args.get('fn'))}".rstrip()
     fn = args.get("fn")

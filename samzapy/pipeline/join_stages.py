@@ -7,9 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from samzapy.operators import (
+    ForeignKeyLeft,
+    ForeignKeyRight,
     JoinRegistry,
+    Response,
     StreamStreamJoin,
     StreamTableJoin,
+    Subscription,
     TableTableJoin,
 )
 from samzapy.operators.event_time import (
@@ -20,6 +24,8 @@ from samzapy.operators.event_time import (
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
 from samzapy.pipeline.api import Node
 from samzapy.pipeline.stages import Clock, Stage, call_user
+from samzapy.streams import SystemStream
+from samzapy.task import OutgoingMessageEnvelope
 
 if TYPE_CHECKING:
     from samzapy.pipeline.task import PipelineTask
@@ -208,3 +214,81 @@ class JoinSide(Stage):
     def push(self, key: Any, value: Any, ts: int, rid: str | None) -> None:
         """Add the record to its side."""
         self.join.add(self.side, key, value, ts, rid)
+
+
+class ForeignKeyStage(Stage):
+    """Two tables joined through a foreign key (:mod:`samzapy.operators.fk_join`, as
+    :mod:`samzapy.jobs.order_customer_join` runs it): the left half keeps the left table and
+    sends subscriptions to the right key's task, the right half keeps the right table and the
+    subscriptions and answers them; both halves run in every task, talking through the
+    subscription and response topics. Versions are input offsets, as in the task."""
+
+    def __init__(
+        self,
+        task: PipelineTask,
+        node: Node,
+        stores: list[Any],
+        topics: tuple[str, str],
+        key_serde: Any,
+        fk_serde: Any,
+    ) -> None:
+        super().__init__(task, node)
+        left_store, right_store, subscription_store = stores
+        self.left = ForeignKeyLeft(
+            left_store,
+            self._foreign_key,
+            lambda left, right: (left, right),
+            node.args["kind"],
+            metrics=task.metrics,
+        )
+        self.right = ForeignKeyRight(right_store, subscription_store, key_serde, fk_serde)
+        self.subscriptions = SystemStream("kafka", topics[0])
+        self.responses = SystemStream("kafka", topics[1])
+
+    def _foreign_key(self, value: Any) -> Any:
+        return call_user(self, self.node.args["foreign_key"], value)
+
+    def update(self, side: str, key: Any, value: Any, ts: int) -> None:
+        """A change of one table (from its root)."""
+        version = self.task.envelope.offset
+        if side == "left":
+            update = self.left.update(key, value, version)
+            for subscription in update.subscriptions:
+                self.task.collector.send(
+                    OutgoingMessageEnvelope(
+                        self.subscriptions, key=subscription.foreign_key, message=subscription.to_message()
+                    )
+                )
+            self._emit(update.change, ts)
+        else:
+            self._respond(self.right.update(key, value, version))
+
+    def subscribed(self, envelope: Any) -> None:
+        """A subscription reached the right key's task: answer it."""
+        response = self.right.subscribe(Subscription.from_message(envelope.key, envelope.message))
+        self._respond([] if response is None else [response])
+
+    def resolved(self, envelope: Any) -> None:
+        """A response reached the left key's task: the joined value, if still current."""
+        self._emit(
+            self.left.resolve(Response.from_message(envelope.key, envelope.message)), envelope.timestamp
+        )
+
+    def _respond(self, responses: list[Any]) -> None:
+        env = self.task.envelope
+        origin = f"{env.stream}:{env.partition}:{env.offset}"
+        for response in responses:
+            self.task.collector.send(
+                OutgoingMessageEnvelope(
+                    self.responses,
+                    key=response.key,
+                    message=response.to_message(),
+                    id=self.right.response_id(origin, response),
+                )
+            )
+
+    def _emit(self, change: Any, ts: int) -> None:
+        if change is None:
+            return
+        value = None if change.value is None else call_user(self, self.node.args["joiner"], *change.value)
+        self.emit(change.key, value, ts, None)

@@ -171,11 +171,11 @@ def pipeline_job(spec: str, overrides: Sequence[str] = (), properties: str | Non
     servers = resolve_bootstrap_servers(job.producer_bootstrap_servers)
     counts = _partition_counts(servers, plan)
     check_copartitioning(plan, counts)
-    if plan.intermediates and TASKS_KEY not in config:
+    if plan.intermediate_topics and TASKS_KEY not in config:
         count = max([c for c in counts.values() if c] or [1])
         if not any(counts.values()):
             log.warning("none of the app's input topics exists yet: intermediate topics get 1 partition")
-        extra = {f"systems.kafka.streams.{t}.partitions": count for t in plan.intermediates.values()}
+        extra = {f"systems.kafka.streams.{t}.partitions": count for t in plan.intermediate_topics}
         config = config.with_overrides({**extra, TASKS_KEY: count})
         job = parse_job_config(config, check_task_class=True)
     record = KafkaPlanRecord(servers, plan_topic(job.job_name, job.job_id))
@@ -194,11 +194,11 @@ def pipeline_replay_config(spec: str, overrides: Sequence[str] = ()) -> Config:
     config = pipeline_config(spec, overrides)
     job = parse_job_config(config, check_task_class=True)
     plan = load_app(spec).plan()
-    if not plan.intermediates or TASKS_KEY in config:
+    if not plan.intermediate_topics or TASKS_KEY in config:
         return config
     counts = _partition_counts(resolve_bootstrap_servers(job.producer_bootstrap_servers), plan)
     count = max([c for c in counts.values() if c] or [1])
-    extra = {f"systems.kafka.streams.{t}.partitions": count for t in plan.intermediates.values()}
+    extra = {f"systems.kafka.streams.{t}.partitions": count for t in plan.intermediate_topics}
     return config.with_overrides({**extra, TASKS_KEY: count})
 
 

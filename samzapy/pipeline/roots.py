@@ -217,3 +217,22 @@ class KeyByReceive(Root):
         """Progress of an upstream task."""
         for clock in self.clocks:
             clock.control(self, kind, source if source is not None else "0", watermark)
+
+
+class ForeignKeyRoot(Root):
+    """A foreign-key join's subscription or response topic: hands each record to the join."""
+
+    def __init__(self, task: PipelineTask, node: Node, topic: str, join: Any, role: str) -> None:
+        super().__init__(task, node, topic)
+        self.join = join
+        self.role = role
+
+    def receive(self, envelope: Any) -> None:
+        """A subscription (to the right half) or a response (to the left half)."""
+        if self.role == "subscriptions":
+            self.join.subscribed(envelope)
+        else:
+            self.join.resolved(envelope)
+
+    def control(self, envelope: Any, kind: bytes, source: str | None, watermark: int) -> None:
+        """Not event time: nothing to do."""

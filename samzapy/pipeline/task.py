@@ -14,6 +14,7 @@ from samzapy.operators.event_time import control_of
 from samzapy.pipeline.api import Node, PipelineError
 from samzapy.pipeline.compiler import APP_KEY, Plan
 from samzapy.pipeline.join_stages import (
+    ForeignKeyStage,
     JoinSide,
     LookupStage,
     StreamJoinStage,
@@ -22,7 +23,7 @@ from samzapy.pipeline.join_stages import (
     TemporalJoinStage,
 )
 from samzapy.pipeline.loader import load_app
-from samzapy.pipeline.roots import KeyByReceive, KeyBySend, Root, TableRoot
+from samzapy.pipeline.roots import ForeignKeyRoot, KeyByReceive, KeyBySend, Root, TableRoot
 from samzapy.pipeline.stages import (
     BranchStage,
     Clock,
@@ -139,7 +140,7 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
             return join.sides[0 if child.parents[0] is parent else 1]
         if child.kind in ("stream_table_join", "lookup") and child.parents[1] is parent:
             return None  # the table side: the table root tells the join (readers/writers)
-        if child.kind == "table_table_join":
+        if child.kind in ("table_table_join", "fk_join"):
             return None
         return self._stages.get(child.id)
 
@@ -185,6 +186,8 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
             left.writers.append((stage, "left"))
             right.writers.append((stage, "right"))
             self._stages[node.id] = stage
+        elif kind == "fk_join":
+            self._make_foreign_key(plan, node, tables, stores)
         elif kind == "stream_stream_join":
             self._stages[node.id] = StreamJoinStage(
                 self, node, [self._store(s) for s in stores], self._serde(node)
@@ -192,6 +195,25 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
         else:
             msg = f"{node.where}: stage kind '{kind}' is not supported"
             raise PipelineError(msg)
+
+    def _make_foreign_key(
+        self, plan: Plan, node: Node, tables: dict[int, TableRoot], stores: list[str]
+    ) -> None:
+        left, right = (tables[p.id] for p in node.parents)
+        topics = plan.fk_topics[node.id]
+        stage = ForeignKeyStage(
+            self,
+            node,
+            [self._store(s) for s in stores],
+            topics,
+            self._serde(left.node),
+            self._serde(right.node),
+        )
+        left.writers.append((stage, "left"))
+        right.writers.append((stage, "right"))
+        self._stages[node.id] = stage
+        for topic, role in zip(topics, ("subscriptions", "responses"), strict=True):
+            self.roots.setdefault(topic, []).append(ForeignKeyRoot(self, node, topic, stage, role))
 
     def _make_stream_table(self, plan: Plan, node: Node, table: TableRoot, stores: list[str]) -> None:
         if table.versioned is not None:

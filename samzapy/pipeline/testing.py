@@ -47,9 +47,7 @@ class PipelineHarness:
         self.plan = app.plan()
         self.partitions = partitions
         entries = self.plan.properties("<test>", "<harness>")
-        extra = {
-            f"systems.kafka.streams.{t}.partitions": partitions for t in self.plan.intermediates.values()
-        }
+        extra = {f"systems.kafka.streams.{t}.partitions": partitions for t in self.plan.intermediate_topics}
         extra[TASKS_KEY] = partitions
         self.config = Config(entries).with_overrides({**extra, **(config or {})})
         self.broker = MemoryBroker(default_partitions=partitions)

@@ -283,3 +283,33 @@ def test_the_profile_settings_pipeline_ends_with_the_task_versions_joined_table(
         k: v for k, v in table(task_changes).items() if v
     }
     assert joined(pipe_changes) == joined(task_changes)
+
+
+def test_the_order_customer_pipeline_ends_with_the_task_versions_joined_table() -> None:
+    from samzapy.jobs.order_customer_join import OrderCustomerJoinTask
+    from samzapy.jobs.order_customer_join_pipeline import app
+
+    rng = random.Random(13)
+    records: list[tuple[str, str, Any]] = []
+    for i in range(300):
+        if rng.random() < 0.3:
+            customer = f"c{rng.randrange(6)}"
+            records.append(("customers", customer, None if rng.random() < 0.1 else {"name": f"n{i}"}))
+        else:
+            order = f"o{rng.randrange(25)}"
+            value = None if rng.random() < 0.1 else {"customer_id": f"c{rng.randrange(6)}", "amount": i}
+            records.append(("orders", order, value))
+    broker, tasks = _run_tasks(OrderCustomerJoinTask, "order-customer-join.properties", records)
+    task_changes = [(r.key, r.value) for r in broker.records("orders-with-customer")]
+    for h in tasks:
+        h.close()
+    with PipelineHarness(app, partitions=PARTITIONS) as h:
+        for topic, key, value in records:
+            h.send(topic, key, value)
+        pipe_changes = [(r.key, r.value) for r in h.records("orders-with-customer")]
+        joined_store = h.store("orders-customers-left")
+    task_table = {k: v for k, v in dict(task_changes).items() if v is not None}
+    pipe_table = {k: v for k, v in dict(pipe_changes).items() if v is not None}
+    assert len(task_table) > 5
+    assert pipe_table == task_table
+    assert joined_store  # the left half's table, restorable like any store
