@@ -300,8 +300,8 @@ class CheckpointAdmin:
         changes = []
         for task_name, ssps in tasks.items():
             old = checkpoints.get(task_name)
-            moved = {ssp: self._target_offset(ssp, target) for ssp in ssps}
-            moved = {ssp: o for ssp, o in moved.items() if o is not None}
+            targets = {ssp: self._target_offset(ssp, target) for ssp in ssps}
+            moved = {ssp: o for ssp, o in targets.items() if o is not None}
             if not moved:
                 continue
             base = old or TaskCheckpoint(task_name)

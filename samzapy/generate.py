@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -34,7 +35,7 @@ class PageViewSpec:
     late_by_ms: int = 2 * HOUR_MS
 
 
-def pageviews(spec: PageViewSpec) -> Iterator[tuple[bytes, dict]]:
+def pageviews(spec: PageViewSpec) -> Iterator[tuple[bytes, dict[str, Any]]]:
     """Yield ``(key, view)`` page views; the key is the page (not the user), as a site logs them.
 
     Event time advances evenly over ``span_ms``; each event is moved back by up to
@@ -56,7 +57,7 @@ def pageviews(spec: PageViewSpec) -> Iterator[tuple[bytes, dict]]:
 
 def profiles(
     count: int, users: int, seed: int = 42, start_ms: int = DEFAULT_START_MS, delete_fraction: float = 0.0
-) -> Iterator[tuple[bytes, dict | None]]:
+) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
     """Yield ``count`` profile updates keyed by user id: {"user_id", "name", "zip", "updated_at"};
     a ``delete_fraction`` of them are deletions (value ``None``, a tombstone)."""
     rng = random.Random(seed)
@@ -78,7 +79,7 @@ def profiles(
 
 def settings(
     count: int, users: int, seed: int = 43, start_ms: int = DEFAULT_START_MS, delete_fraction: float = 0.0
-) -> Iterator[tuple[bytes, dict | None]]:
+) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
     """Yield ``count`` settings updates keyed by user id: {"user_id", "language", "notifications",
     "updated_at"}; a ``delete_fraction`` of them are deletions."""
     rng = random.Random(seed)
@@ -113,7 +114,7 @@ class AdSpec:
     disorder_ms: int = 5_000
 
 
-def ads(spec: AdSpec) -> tuple[list[tuple[bytes, dict]], list[tuple[bytes, dict]]]:
+def ads(spec: AdSpec) -> tuple[list[tuple[bytes, dict[str, Any]]], list[tuple[bytes, dict[str, Any]]]]:
     """``(impressions, clicks)``, both keyed by impression id, each in its arrival order.
 
     A ``click_rate`` of impressions get a click (``click_delay`` after it, event time); a
@@ -123,8 +124,8 @@ def ads(spec: AdSpec) -> tuple[list[tuple[bytes, dict]], list[tuple[bytes, dict]
     """
     rng = random.Random(spec.seed)
     step = spec.span_ms / max(1, spec.impressions)
-    impressions: list[tuple[int, bytes, dict]] = []
-    clicks: list[tuple[int, bytes, dict]] = []
+    impressions: list[tuple[int, bytes, dict[str, Any]]] = []
+    clicks: list[tuple[int, bytes, dict[str, Any]]] = []
     for i in range(spec.impressions):
         ts = spec.start_ms + int(i * step)
         imp_id = f"imp-{i}"
@@ -151,7 +152,10 @@ def ads(spec: AdSpec) -> tuple[list[tuple[bytes, dict]], list[tuple[bytes, dict]
 
 
 def produce_json(
-    bootstrap_servers: str, topic: str, partitions: int, records: Iterable[tuple[bytes, dict | None]]
+    bootstrap_servers: str,
+    topic: str,
+    partitions: int,
+    records: Iterable[tuple[bytes, dict[str, Any] | None]],
 ) -> int:
     """Create ``topic`` with ``partitions`` if missing and produce the records as JSON,
     partitioned by key as Kafka's default partitioner does. Returns how many were sent."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -157,7 +158,8 @@ class _FixedIntSerde:
     def from_bytes(self, data: bytes) -> int:
         """Unpack big-endian bytes of exactly the serde's width."""
         try:
-            return self._struct.unpack(data)[0]
+            value: int = self._struct.unpack(data)[0]
+            return value
         except (struct.error, TypeError) as exc:
             got = f"{len(data)}" if isinstance(data, bytes | bytearray | memoryview) else "no"
             msg = f"{self._name} expects {self._struct.size} bytes, got {got}: {_describe(data)}"
@@ -289,7 +291,7 @@ class AvroSerde:
 
 
 #: Serdes usable by name without a ``serializers.registry`` entry.
-BUILTIN_SERDES: dict[str, type] = {
+BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
     "string": StringSerde,
     "json": JsonSerde,
     "integer": IntegerSerde,

@@ -71,9 +71,10 @@ def user_line(exc: BaseException) -> str:
     """
     frames = _frames(exc)
     own = [f for f in frames if not _is_runtime(f.filename) and not _in_libraries(f.filename)]
-    frame = (own or frames or [None])[-1]
-    if frame is None:
+    chosen = own or frames
+    if not chosen:
         return ""
+    frame = chosen[-1]
     return f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
 
 

@@ -225,8 +225,8 @@ def count(
 ) -> None:
     """Print the exact number of keys (in the range)."""
     with _open(config_path, db_path, db_name, partition, quiet) as reader:
-        kind, bounds = _bounds(reader, key_type, from_key, to_key, prefix)
-        click.echo(reader.count(*bounds, kind=kind))
+        kind, (start, stop, prefix_key) = _bounds(reader, key_type, from_key, to_key, prefix)
+        click.echo(reader.count(start, stop, prefix_key, kind=kind))
 
 
 @main.command()

@@ -198,7 +198,9 @@ class RocksDbKeyValueReader:
         """The exact number of keys in the range (every key is visited)."""
         return sum(1 for _ in self.scan_raw(*self._bounds(from_key, to_key, prefix, kind)))
 
-    def _bounds(self, from_key: Any, to_key: Any, prefix: Any, kind: str) -> tuple[bytes | None, ...]:
+    def _bounds(
+        self, from_key: Any, to_key: Any, prefix: Any, kind: str
+    ) -> tuple[bytes | None, bytes | None, bytes | None]:
         def enc(key: Any) -> bytes | None:
             return None if key is None else self.codec.encode_key(kind, key)
 

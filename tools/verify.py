@@ -201,6 +201,7 @@ def _diff(
     while a is not None or e is not None:
         result.keys += 1
         if e is None or (a is not None and a[0] < e[0]):
+            assert a is not None  # the loop goes on while one of them is left
             yield "extra", a[0], a[1], None
             a = next(actual, None)
         elif a is None or e[0] < a[0]:

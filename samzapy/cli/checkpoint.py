@@ -134,8 +134,8 @@ def _change_text(change: Change) -> list[str]:
         before = old.get(ssp)
         moved = "unchanged" if before == offset else f"{'-' if before is None else before} -> {offset}"
         lines.append(f"  input {ssp}: {moved}")
-    for store, offset in sorted(change.new.changelog_offsets.items()):
-        lines.append(f"  store {store}: changelog offset {offset} (kept)")
+    for store, changelog_offset in sorted(change.new.changelog_offsets.items()):
+        lines.append(f"  store {store}: changelog offset {changelog_offset} (kept)")
     return lines
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import click
 
@@ -19,6 +19,10 @@ from samzapy.generate import (
     profiles,
     settings,
 )
+
+F = TypeVar("F", bound=Callable[..., Any])
+#: A generated record: its key and its JSON value (``None``: a tombstone).
+Keyed = tuple[bytes, dict[str, Any] | None]
 
 
 @click.group("generate", cls=Group)
@@ -101,13 +105,13 @@ _COMMON = [
 ]
 
 
-def _common(fn):  # noqa: ANN001, ANN202 - a decorator stack
+def _common(fn: F) -> F:
     for option in reversed(_COMMON):
         fn = option(fn)
     return fn
 
 
-def _send(bootstrap_servers: str, topic: str, partitions: int, records: Iterable, what: str) -> None:
+def _send(bootstrap_servers: str, topic: str, partitions: int, records: Iterable[Keyed], what: str) -> None:
     from samzapy.kafka.broker import resolve_bootstrap_servers
 
     servers = resolve_bootstrap_servers(bootstrap_servers)
@@ -115,7 +119,7 @@ def _send(bootstrap_servers: str, topic: str, partitions: int, records: Iterable
     click.echo(f"produced {sent} {what} to '{topic}' ({partitions} partitions) on {servers}")
 
 
-def _table_updates_command(name: str, source: Any, what: str, doc: str) -> None:
+def _table_updates_command(name: str, source: Callable[..., Iterable[Keyed]], what: str, doc: str) -> None:
     """Register ``samzapy generate NAME``: ``--count`` updates of a user table from ``source``."""
 
     @generate.command(name, help=doc)
@@ -151,7 +155,7 @@ _table_updates_command(
 )
 
 
-def _ad_spec_options(fn):  # noqa: ANN001, ANN202 - a decorator stack
+def _ad_spec_options(fn: F) -> F:
     options = [
         click.option(
             "--impressions", "impression_count", default=5_000, show_default=True, type=click.IntRange(min=0)

@@ -18,6 +18,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 from samzapy import user_code
 
@@ -30,14 +31,14 @@ KAFKA_REPEAT_WINDOW_S = 60.0
 LOG_FORMATS = ("text", "json")
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler[TextIO]):
     """Writes to whatever ``sys.stderr`` is when a record comes (click's test runner swaps it)."""
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
     @property
-    def stream(self):  # type: ignore[override]  # noqa: ANN201 - a text stream
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,8 +17,11 @@ from samzapy.cli.boundary import Command
 from samzapy.cli.logs import setup_logging
 from samzapy.cli.options import config_path_option, overrides_option
 
+if TYPE_CHECKING:
+    from samzapy.spark.replay.driver import OffsetSpec
 
-def _offsets(value: str, option: str):  # noqa: ANN202 - an OffsetSpec
+
+def _offsets(value: str, option: str) -> OffsetSpec:
     from samzapy.spark.replay.driver import parse_offsets
 
     try:

@@ -145,9 +145,10 @@ def _key_text(key: Any, fmt: str | None) -> tuple[str, str]:
 
 def _json(data: bytes) -> dict[str, Any]:
     try:
-        return json.loads(data)
+        answer: dict[str, Any] = json.loads(data)
     except ValueError:
         return {"error": data.decode(errors="replace")}
+    return answer
 
 
 def _checked(status: int, body: dict[str, Any]) -> dict[str, Any]:

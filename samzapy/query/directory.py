@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.records import TopicPartition
@@ -84,10 +84,11 @@ class Directory:
             urls: dict[int, str] = {}
             for batch in read_partition(consumer, TopicPartition(self.topic, 0), 0):
                 for record in batch:
+                    key = cast(bytes, record.key)  # every record of the directory has its key
                     if record.value is None:
-                        urls.pop(int(record.key), None)
+                        urls.pop(int(key), None)
                     else:
-                        urls[int(record.key)] = json.loads(record.value)["url"]
+                        urls[int(key)] = json.loads(record.value)["url"]
             self._urls = urls
         finally:
             consumer.close()

@@ -77,5 +77,6 @@ def render(data: bytes, serde: Serde | None, fmt: str) -> Any:
     """Stored bytes for a JSON answer: deserialised (bytes as hex), or hex with ``format=hex``."""
     if fmt == "hex" or is_raw(serde):
         return data.hex()
+    assert serde is not None  # is_raw(None) is true
     value = serde.from_bytes(data)
     return value if isinstance(serde, JsonSerde) else jsonable(value)
