@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 
 PREFIX = "samzapy"
 _INVALID = re.compile(r"[^a-zA-Z0-9_]+")
+#: Endings Prometheus keeps for the series of histograms and summaries: a gauge named so gets
+#: ``_value`` appended (``promtool check metrics`` rejects the page otherwise).
+RESERVED_SUFFIXES = ("_count", "_sum", "_bucket")
 
 
 def metric_name(kind: str, name: str) -> str:
@@ -151,8 +154,9 @@ class RegistryCollector(Collector):
         doc = found[0][0]
         if all(d.kind == COUNTER for d, _, _ in found):
             family: Any = CounterMetricFamily(name, doc.help, labels=label_names, unit="")
-        else:
-            family = GaugeMetricFamily(name, doc.help, labels=label_names)
+        else:  # a counter's name ends in _total; a gauge's may end in what histograms keep
+            gauge_name = f"{name}_value" if name.endswith(RESERVED_SUFFIXES) else name
+            family = GaugeMetricFamily(gauge_name, doc.help, labels=label_names)
         for _, labels, value in found:
             family.add_metric([labels.get(k, "") for k in label_names], value)
         return family

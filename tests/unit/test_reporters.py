@@ -262,8 +262,13 @@ def test_promtool_accepts_every_name_samzapy_exports() -> None:
                 group.gauge(name).set(1)
         for name in HISTOGRAMS:
             group.histogram(name).observe(0.01)
+    # and a job's own metrics named like a histogram's series
+    registry.group("task.Partition 0").gauge("queue-count").set(3)
+    registry.group("task.Partition 0").counter("event-sum").inc(4)
     page = prometheus_text(registry)
     assert "samzapy_store_dirty_entries" in page  # Samza's dirty-count, not a reserved _count
+    assert 'samzapy_task_queue_count_value{task="Partition 0"} 3.0' in page
+    assert 'samzapy_task_event_sum_total{task="Partition 0"} 4.0' in page
     assert promtool_problems(page) == []
 
 
