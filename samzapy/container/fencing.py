@@ -49,13 +49,15 @@ skipped with their committed values, so the records before the next fence need n
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from samzapy.checkpoint import CheckpointFold, TaskCheckpoint
 from samzapy.errors import CheckpointError
@@ -97,6 +99,20 @@ class ContainerFenced(FencingError):
         super().__init__(msg)
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    """Run ``method`` holding the fence's lock (the send gate's thread reads the topic too)."""
+
+    @functools.wraps(method)
+    def locked(self: Fence, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]
+
+
 def new_claimant() -> str:
     """A claimant id unique to this process and call: ``host:pid:random``."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
@@ -116,6 +132,7 @@ class Fence:
         # A short request timeout: an unreachable broker fails one fencing read in seconds, so
         # that the retries (samzapy.kafka.outage) log and notice a stop request promptly.
         self._consumer = reader_consumer(servers, request_timeout_ms=REQUEST_TIMEOUT_MS)
+        self._servers = servers
         self._tp = TopicPartition(topic, 0)
         self._position = start
         self._fold = CheckpointFold()
@@ -129,6 +146,7 @@ class Fence:
         # The run loop and the send gate (on whichever thread sends) both read the topic.
         self._lock = threading.RLock()
 
+    @_locked
     def claim(
         self, task_names: list[str], checkpoints: dict[str, TaskCheckpoint], writer: Any
     ) -> dict[str, TaskCheckpoint]:
@@ -197,6 +215,7 @@ class Fence:
             dict(base.snapshots),  # the base's newest snapshots stay named (stores/snapshots.py)
         )
 
+    @_locked
     def checkpoint(
         self, task_name: str, input_offsets: dict[Any, int], changelog_offsets: dict[str, int | None]
     ) -> TaskCheckpoint:
@@ -217,15 +236,15 @@ class Fence:
         self._committed.add(task_name)
         return checkpoint
 
+    @_locked
     def lost(self) -> dict[str, int]:
         """Tasks another container took over since the last call: name -> its generation.
 
         Safe to call again after it raised (an unreachable broker): what was read is kept.
         With a :class:`SendGate`, a task taken over also shuts the gate: no send after it.
         """
-        with self._lock:
-            taken = self._taken_over()
-            self._overtaken.clear()
+        taken = self._taken_over()
+        self._overtaken.clear()
         if taken and self.gate is not None:
             self.gate.shut(self.owners(taken))
         for name in taken:
@@ -233,12 +252,13 @@ class Fence:
             self._committed.discard(name)
         return taken
 
+    @_locked
     def taken_over(self) -> dict[str, int]:
         """Tasks another container has taken over (name -> its generation), read from the
         topic now, without letting go of them (:meth:`lost` does)."""
-        with self._lock:
-            return self._taken_over()
+        return self._taken_over()
 
+    @_locked
     def owners(self, taken: dict[str, int]) -> dict[str, tuple[int, str | None]]:
         """Each task of ``taken`` with its generation and the claimant that owns it."""
         return {name: (generation, self._fold.owner(name, generation)) for name, generation in taken.items()}
@@ -252,11 +272,13 @@ class Fence:
                 taken[name] = highest
         return taken
 
+    @_locked
     def current(self) -> dict[str, TaskCheckpoint]:
         """Every task's checkpoint as the topic holds it now (read to its end)."""
         self._read()
         return dict(self._fold.checkpoints)
 
+    @_locked
     def release(self, task_names: list[str]) -> None:
         """Stop owning these tasks (handed to another container, which claims them anew)."""
         for name in task_names:
@@ -278,8 +300,11 @@ class Fence:
             self.gate.renew(started)
 
     def close(self) -> None:
-        """Close the reader."""
-        self._consumer.close()
+        """Stop the send gate's thread, then close the reader."""
+        if self.gate is not None:
+            self.gate.close()
+        with self._lock:
+            self._consumer.close()
 
 
 class SendGate:
@@ -307,7 +332,51 @@ class SendGate:
         #: The monotonic time until which a send needs no check (0: check at the next send).
         self.open_until = 0.0
         self.error: ContainerFenced | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         fence.gate = self
+
+    def start(self) -> SendGate:
+        """Renew the lease from a thread of its own, every quarter lease, so that a running
+        container's sends never wait for a read of the checkpoint topic (one broker round trip
+        or two); they still do after the process was stopped, when the lease ran out. The
+        thread reads with a reader of its own: a read it waits on (the broker unreachable)
+        never holds up the commit's fencing check."""
+        fence = self._fence
+        watcher = Fence(fence._servers, fence._tp.topic)
+        self._thread = threading.Thread(
+            target=self._renew, args=(watcher,), name="samzapy-send-gate", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def _renew(self, watcher: Fence) -> None:
+        try:
+            while self.error is None and not self._stop.wait(self.lease_s / 4):
+                started = time.monotonic()
+                try:
+                    watcher._read()
+                except Exception as exc:  # the broker unreachable: a send's own check reports it
+                    log.debug("send gate: the background fencing read failed: %s", exc)
+                    continue
+                mine = dict(self._fence.generations)  # what this container owns now
+                taken = {
+                    n: watcher._fold.highest_seen(n)
+                    for n, g in mine.items()
+                    if watcher._fold.highest_seen(n) > g
+                }
+                if taken:
+                    self.shut(watcher.owners(taken))
+                else:
+                    self.renew(started)
+        finally:
+            watcher.close()
+
+    def close(self) -> None:
+        """Stop the renewing thread (a send after this checks for itself)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=REQUEST_TIMEOUT_MS / 1000 + 1)
 
     def check(self) -> None:
         """Check the fence (the producer calls this when :attr:`open_until` has passed).

@@ -329,7 +329,7 @@ class Container:
             self._fence.claim([task_name_for(p) for p in mine], checkpoints, self._checkpoint_writer)
         )
         if job.coordinator != "group":  # a zombie stops at its first send after a takeover (issue 28)
-            self._producer.guard(SendGate(self._fence, min(SEND_LEASE_S, job.commit_ms / 1000)))
+            self._producer.guard(SendGate(self._fence, min(SEND_LEASE_S, job.commit_ms / 1000)).start())
         return found, checkpoints
 
     def _claim_more(self, task_names: list[str]) -> dict[str, TaskCheckpoint]:

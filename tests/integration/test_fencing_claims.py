@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from support import consume_all, create_topic
+from support import consume_all, create_topic, wait_for
 
 from samzapy.checkpoint import CheckpointFold, CheckpointWriter, TaskCheckpoint, read_checkpoints
 from samzapy.container.fencing import ContainerFenced, Fence, SendGate
@@ -170,3 +170,25 @@ def test_a_commits_fencing_check_that_sees_a_takeover_shuts_the_gate(broker, top
         mine.close()
         theirs.close()
         producer.close()
+
+
+def test_the_gates_own_reader_renews_the_lease_and_sees_a_takeover_without_a_send(broker, topic_name):
+    create_topic(broker, topic_name, 1, compact=True)
+    producer = Producer(broker)
+    writer = CheckpointWriter(producer, topic_name)
+    mine, theirs = Fence(broker, topic_name), Fence(broker, topic_name)
+    gate = None
+    try:
+        mine.claim([TASK], {}, writer)
+        gate = SendGate(mine, lease_s=0.2).start()
+        wait_for(lambda: gate.open_until > time.monotonic(), timeout=10, what="the lease renewed")
+        theirs.claim([TASK], read_checkpoints(broker, topic_name), writer)
+        wait_for(lambda: gate.error is not None, timeout=10, what="the gate to shut")
+        assert gate.error.taken == {TASK: (2, theirs.claimant)}
+        assert mine.generations == {TASK: 1}  # the commit's check still loses the task
+        assert mine.lost() == {TASK: 2}
+    finally:
+        mine.close()  # stops the gate's thread
+        theirs.close()
+        producer.close()
+    assert gate is not None and not gate._thread.is_alive()

@@ -23,7 +23,7 @@ class Fence:
 
     def taken_over(self) -> dict[str, int]:
         self.asked += 1
-        answer = self.answers.pop(0)
+        answer = self.answers.pop(0) if self.answers else {}
         if isinstance(answer, BaseException):
             raise answer
         self.gate.renew(time.monotonic())  # as Fence._read does after a read
