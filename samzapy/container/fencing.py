@@ -313,7 +313,9 @@ class SendGate:
 
     :class:`samzapy.kafka.producer.Producer` asks it before every send: when the lease has
     run out (no check for ``lease_s``; also after the process was stopped, a SIGSTOP or a long
-    pause, since the clock went on) it checks the checkpoint topic first. Once a check shows
+    pause, since the clock went on) it checks the checkpoint topic first. :meth:`start` renews
+    the lease from a thread of its own meanwhile, so that sends of a running container do not
+    wait for those reads. Once a check shows
     a task taken over, the gate is shut: that send and every later one raise
     :class:`ContainerFenced`, which stops the container with exit code 1 and names the tasks
     and their new owners. Commits' fencing checks renew the lease and shut the gate too.
