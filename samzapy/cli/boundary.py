@@ -100,8 +100,10 @@ def _with_help_alias(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def name_typed_option(error: click.BadParameter, args: list[str]) -> None:
-    """Make ``error`` name the spelling of its option the user typed (``--config``), not every
-    spelling click knows (``'--config-path' / '--config'``)."""
+    """Make ``error`` name its option as the user typed it.
+
+    ``--config``, say, rather than every spelling click knows (``'--config-path' / '--config'``).
+    """
     param = error.param
     if error.param_hint is not None or not isinstance(param, click.Option):
         return
@@ -114,8 +116,11 @@ def name_typed_option(error: click.BadParameter, args: list[str]) -> None:
 
 
 class Command(click.Command):
-    """A click command that runs inside :func:`error_boundary` (also when invoked alone,
-    as ``spark-submit jobs/spark_replay.py`` does with ``samzapy replay``); ``-h`` is help."""
+    """A click command that runs inside :func:`error_boundary`; ``-h`` is help.
+
+    Also when it is invoked alone, as ``spark-submit jobs/spark_replay.py`` does with
+    ``samzapy replay``.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **_with_help_alias(kwargs))
@@ -136,8 +141,10 @@ class Command(click.Command):
 
 
 class Group(click.Group):
-    """A click group whose subcommands (and its own callback) run inside :func:`error_boundary`;
-    ``-h`` is help."""
+    """A click group whose subcommands (and its own callback) run inside :func:`error_boundary`.
+
+    ``-h`` is help.
+    """
 
     command_class = Command
     group_class = type  # subgroups are of this class too

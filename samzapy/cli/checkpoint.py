@@ -88,8 +88,10 @@ def parse_offsets(values: Sequence[str]) -> dict[SystemStreamPartition, int]:
 
 
 def _running_container(config: Config, job: JobConfig) -> str | None:
-    """A container of this job answering /health on this host, if its config has a
-    Prometheus reporter on a fixed port; ``None`` when none answers."""
+    """The address of a container of this job answering /health on this host, or ``None``.
+
+    Only a container whose config has a Prometheus reporter on a fixed port can be found.
+    """
     import urllib.error
     import urllib.request
 
@@ -152,8 +154,11 @@ def _common(func: Any) -> Any:
 @_common
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def show(config_path: str, overrides: tuple[str, ...], fmt: str) -> None:
-    """Per task: each input's checkpointed offset, end and lag (end - offset), and each
-    store's checkpointed changelog offset."""
+    """Show the checkpoints of a job.
+
+    Per task: each input's checkpointed offset, end and lag (end - offset), and each
+    store's checkpointed changelog offset.
+    """
     _, job = _load(config_path, overrides)
     with _admin(job) as admin:
         states = admin.show()
@@ -185,6 +190,7 @@ def set_(
     dry_run: bool,
     yes: bool,
 ) -> None:
+    """Set the checkpoints of a job (the command's help is ``_SET_HELP``)."""
     chosen = sum([bool(to_offset), to_timestamp is not None, to_oldest, to_upcoming])
     if chosen != 1:
         msg = "give exactly one of --to-offset, --to-timestamp, --to-oldest, --to-upcoming"

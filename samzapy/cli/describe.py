@@ -19,9 +19,11 @@ from samzapy.cli.options import config_path_option, overrides_option
     help="Print only the job configuration, as a .properties file (for the state tools' --config-path).",
 )
 def describe(app: str, config_path: str | None, overrides: tuple[str, ...], as_properties: bool) -> None:
-    """Print the plan of the pipeline APP (app.py or package.module:app): its stages, the
-    topics it reads, writes and creates, its stores, and the equivalent job configuration,
-    checked as a run checks it (a bad key or stage exits 2 naming its line)."""
+    """Print the plan of the pipeline APP (app.py or package.module:app).
+
+    Its stages, the topics it reads, writes and creates, its stores, and the equivalent job
+    configuration, checked as a run checks it (a bad key or stage exits 2 naming its line).
+    """
     from samzapy.config import parse_job_config
     from samzapy.pipeline.describe import describe as render
     from samzapy.pipeline.describe import properties_text

@@ -216,8 +216,11 @@ def generate_clicks(
 )
 @click.argument("topics", nargs=-1, required=True)
 def generate_end_of_stream(bootstrap_servers: str, topics: tuple[str, ...]) -> None:
-    """Mark the end of TOPICS: an end-of-stream control record on every partition, so that
-    event-time jobs emit their last windows (see docs/patterns/window-aggregation.md)."""
+    """Mark the end of TOPICS.
+
+    An end-of-stream control record on every partition, so that event-time jobs emit their last
+    windows (see docs/patterns/window-aggregation.md).
+    """
     from samzapy.kafka.broker import resolve_bootstrap_servers
 
     servers = resolve_bootstrap_servers(bootstrap_servers)

@@ -90,8 +90,11 @@ def write_project(name: str, target: Path) -> list[Path]:
     help="Where to write the project (default: ./NAME; a new or empty directory).",
 )
 def init(name: str, directory: Path | None) -> None:
-    """Start a project: a job counting events per user, its config on the embedded broker, a
-    test with the harness and a README saying how to test and run it."""
+    """Start a project.
+
+    A job counting events per user, its config on the embedded broker, a test with the harness
+    and a README saying how to test and run it.
+    """
     target = directory or Path(name)
     for path in write_project(name, target):
         click.echo(f"wrote {path}")

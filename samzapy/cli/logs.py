@@ -63,8 +63,11 @@ class ConsoleFormatter(logging.Formatter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line, for log shippers: ``time`` (ISO 8601, UTC), ``level``,
-    ``logger``, ``thread``, ``message``, and ``exception`` (the traceback) when there is one."""
+    """One JSON object per line, for log shippers.
+
+    ``time`` (ISO 8601, UTC), ``level``, ``logger``, ``thread``, ``message``, and ``exception``
+    (the traceback) when there is one.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
         """The record as one line of JSON."""
@@ -83,9 +86,12 @@ class JsonFormatter(logging.Formatter):
 
 
 class KafkaRepeats(logging.Filter):
-    """Keeps the Kafka client's connection noise to one line per problem: a record of a
-    ``kafka.*`` logger whose message template was logged in the last ``window_s`` seconds is
-    counted instead of logged; the first one after the window says how many were left out."""
+    """Keeps the Kafka client's connection noise to one line per problem.
+
+    A record of a ``kafka.*`` logger whose message template was logged in the last ``window_s``
+    seconds is counted instead of logged; the first one after the window says how many were left
+    out.
+    """
 
     def __init__(self, window_s: float = KAFKA_REPEAT_WINDOW_S) -> None:
         super().__init__()
@@ -160,8 +166,10 @@ def install_kafka_noise_filter() -> None:
 
 
 def load_log_config(path: Path) -> None:
-    """Configure logging from ``path``: Python's ``dictConfig`` as JSON (``.json``), else the
-    ``fileConfig`` INI format (what ``--log-config`` reads, as Samza reads a log4j file).
+    """Configure logging from ``path``.
+
+    Python's ``dictConfig`` as JSON (``.json``), else the ``fileConfig`` INI format (what
+    ``--log-config`` reads, as Samza reads a log4j file).
 
     Raises:
         click.BadParameter: the file cannot be read or is not a valid logging configuration.

@@ -34,8 +34,11 @@ def overrides_option(func: F) -> F:
 
 
 def logging_options(func: F) -> F:
-    """``-v/--verbose``, ``--log-file PATH``, ``--log-format text|json`` and ``--log-config
-    FILE`` (see :func:`samzapy.cli.logs.setup_logging`)."""
+    """Add the logging options of a command.
+
+    ``-v/--verbose``, ``--log-file PATH``, ``--log-format text|json`` and ``--log-config
+    FILE`` (see :func:`samzapy.cli.logs.setup_logging`).
+    """
     func = click.option(
         "--log-config",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -77,9 +80,12 @@ def one_config_path(positional: str | None, option: str | None) -> str:
 
 
 def bootstrap_options(func: F) -> F:
-    """``--bootstrap SERVERS`` or ``--config-path PATH`` (also ``--config``: the job's brokers,
+    """Add the options that choose the broker: ``--bootstrap`` or ``--config-path``.
+
+    ``--bootstrap SERVERS`` or ``--config-path PATH`` (also ``--config``: the job's brokers,
     and with ``--stream`` its serdes); neither means the embedded dev broker (see
-    :func:`broker_address`)."""
+    :func:`broker_address`).
+    """
     func = click.option(
         "--config-path",
         "--config",
@@ -95,9 +101,11 @@ def bootstrap_options(func: F) -> F:
 
 
 def broker_address(bootstrap: str | None, config_path: str | None, role: str) -> str:
-    """The broker to talk to: ``--bootstrap``, else the job's ``systems.kafka.<role>.bootstrap.servers``
-    from ``--config-path``, else ``embedded``; ``embedded`` resolves to the dev broker (started
-    when none runs, on ``$SAMZAPY_BROKER_PORT``).
+    """The broker to talk to.
+
+    ``--bootstrap``, else the job's ``systems.kafka.<role>.bootstrap.servers`` from
+    ``--config-path``, else ``embedded``; ``embedded`` resolves to the dev broker (started when
+    none runs, on ``$SAMZAPY_BROKER_PORT``).
 
     Raises:
         click.UsageError: both ``--bootstrap`` and ``--config-path`` were given.
@@ -125,9 +133,10 @@ def topic_and_codecs(
     key_serde: str,
     explicit: set[str],
 ) -> tuple[str, Any, Any]:
-    """The topic and the (key, value) :class:`~samzapy.kafka.topic_io.Codec` of a produce or
-    consume: the job's serdes of ``--stream`` (from ``--config``), else ``--key-serde`` and
-    ``--serde``; ``explicit`` names the serde options given on the command line.
+    """The topic and the (key, value) :class:`~samzapy.kafka.topic_io.Codec` of a produce or consume.
+
+    The job's serdes of ``--stream`` (from ``--config``), else ``--key-serde`` and ``--serde``;
+    ``explicit`` names the serde options given on the command line.
 
     Raises:
         click.UsageError: ``--stream`` without ``--config``, with ``--serde``/``--key-serde``,

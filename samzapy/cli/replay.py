@@ -102,8 +102,10 @@ def replay(
     handoff: str,
     staging_dir: str | None,
 ) -> None:
-    """Replay a job's input history through its own task class in Spark (--config-path may
-    name a pipeline: app.py or package.module:app)."""
+    """Replay a job's input history through its own task class in Spark.
+
+    --config-path may name a pipeline: app.py or package.module:app.
+    """
     from samzapy.config import load_config
 
     start_spec, stop_spec = _offsets(start, "--from"), _offsets(stop, "--to")
