@@ -1,5 +1,6 @@
-"""Interactive queries: read-only lookups on a running job's stores over HTTP
-(``job.query.port``), and :class:`StateClient` to make them from Python.
+"""Interactive queries: read-only lookups on a running job's stores over HTTP.
+
+Served on ``job.query.port``; :class:`StateClient` makes them from Python.
 
 ``GET /stores/<store>/keys/<key>``, ``GET /stores/<store>/range?from=&to=&limit=`` and
 ``GET /stores/<store>/partitions`` on any container; a key owned by another container is

@@ -24,8 +24,11 @@ DEFAULT_TIMEOUT_S = 10.0
 
 
 class StateQueryError(SamzapyError):
-    """A query failed: ``status`` is the HTTP status (503 while restoring), ``body`` the JSON
-    answer (``error``, ``reason``, ``blocked``)."""
+    """A query failed.
+
+    ``status`` is the HTTP status (503 while restoring), ``body`` the JSON answer (``error``,
+    ``reason``, ``blocked``).
+    """
 
     def __init__(self, message: str, status: int, body: dict[str, Any]) -> None:
         super().__init__(message)
@@ -86,8 +89,10 @@ class StateClient:
     def lookup(
         self, store: str, key: Any, *, fmt: str | None = None, allow_stale: bool = False
     ) -> dict[str, Any]:
-        """The whole answer for ``key`` (``value``, ``task``, ``container``, ``stale``, ...);
-        ``{}`` when absent."""
+        """The whole answer for ``key`` (``value``, ``task``, ``container``, ``stale``, ...).
+
+        ``{}`` when absent.
+        """
         text, fmt = _key_text(key, fmt)
         params = {"format": fmt, "allow_stale": str(allow_stale).lower()}
         status, body = self._ask(f"/stores/{_q(store)}/keys/{_q(text)}", params)
@@ -105,8 +110,10 @@ class StateClient:
         fmt: str | None = None,
         allow_stale: bool = False,
     ) -> list[tuple[Any, Any]]:
-        """``(key, value)`` pairs with ``from_key <= key < to_key`` in serialised-key order, at
-        most ``limit`` (``None`` bounds: open)."""
+        """The ``(key, value)`` pairs of a key range, in serialised-key order.
+
+        The pairs with ``from_key <= key < to_key``, at most ``limit`` (``None`` bounds: open).
+        """
         params: dict[str, str] = {"limit": str(limit), "allow_stale": str(allow_stale).lower()}
         for name, key in (("from", from_key), ("to", to_key)):
             if key is not None:

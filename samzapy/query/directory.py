@@ -1,6 +1,7 @@
-"""Where the containers of a job answer queries: each announces ``container id -> URL`` in a
-small compacted topic of its own job, ``__samzapy_query_<job>_<id>`` (one partition, keyed by
-container id, latest announcement wins).
+"""Where the containers of a job answer queries.
+
+Each announces ``container id -> URL`` in a small compacted topic of its own job,
+``__samzapy_query_<job>_<id>`` (one partition, keyed by container id, latest announcement wins).
 
 A separate topic, not the checkpoint topic: checkpoint readers (restore, fencing, the
 checkpoint tool) then never meet records that are not checkpoints.
@@ -70,8 +71,11 @@ class Directory:
             return self._urls.get(container_id)
 
     def known(self) -> dict[int, str]:
-        """Every announced container and its URL, read again when the last read is older than
-        :data:`REFRESH_EVERY_S` (a container that announces later is seen then)."""
+        """Every announced container and its URL.
+
+        Read again when the last read is older than :data:`REFRESH_EVERY_S` (a container that
+        announces later is seen then).
+        """
         with self._lock:
             self._refresh()
             return dict(self._urls)

@@ -1,7 +1,9 @@
-"""The ``?format=`` of interactive queries: how a key in a URL names a store's key bytes, and
-how answers show stored bytes. The key text is read by the one people-facing codec
-(:class:`~samzapy.store_codec.StoreCodec`, shared with the command-line tools and state as
-data); this module only maps the query formats onto it and makes its errors HTTP answers.
+"""The ``?format=`` of interactive queries.
+
+How a key in a URL names a store's key bytes, and how answers show stored bytes. The key text is
+read by the one people-facing codec (:class:`~samzapy.store_codec.StoreCodec`, shared with the
+command-line tools and state as data); this module only maps the query formats onto it and makes
+its errors HTTP answers.
 
 A key in a URL is given in one of three formats:
 

@@ -1,5 +1,8 @@
-"""The HTTP side of interactive queries: a server of its own, or a route added to the
-Prometheus reporter's server when both are configured on the same port."""
+"""The HTTP side of interactive queries.
+
+A server of its own, or a route added to the Prometheus reporter's server when both are
+configured on the same port.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Asking the job's other containers: their URL from the :class:`Directory`, then a plain
-HTTP GET with ``scope=local`` (the other container answers from its own tasks only, so a
-request is forwarded at most once)."""
+"""Asking the job's other containers.
+
+Their URL from the :class:`Directory`, then a plain HTTP GET with ``scope=local`` (the other
+container answers from its own tasks only, so a request is forwarded at most once).
+"""
 
 from __future__ import annotations
 
@@ -32,8 +34,11 @@ class Peers:
     def ask(
         self, container: int | str, path: str, params: dict[str, str], blocked: dict[str, str]
     ) -> Answer | None:
-        """Ask ``container`` (scope=local): a container id, looked up in the directory, or the
-        URL of a group member; a 200 answer, or ``None`` with reasons in ``blocked``."""
+        """Ask ``container`` (scope=local).
+
+        A container id, looked up in the directory, or the URL of a group member; a 200 answer,
+        or ``None`` with reasons in ``blocked``.
+        """
         query = urllib.parse.urlencode({**params, "scope": "local"})
         if isinstance(container, str):
             return self._answer(_fetch(f"{container}{path}?{query}"), f"member at {container}", blocked)

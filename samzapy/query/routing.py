@@ -55,9 +55,11 @@ class StaticPlacement:
 
 
 class GroupPlacement:
-    """A group member: its tasks are those it restores or runs now, as the container's task
-    manager tells it (a listener: :meth:`tasks_changed`); the others' owners are the URLs of
-    the latest assignment (``assignment`` returns it, ``None`` before the first).
+    """A group member.
+
+    Its tasks are those it restores or runs now, as the container's task manager tells it (a
+    listener: :meth:`tasks_changed`); the others' owners are the URLs of the latest assignment
+    (``assignment`` returns it, ``None`` before the first).
 
     Thread-safe: the set of this member's tasks is replaced whole at every change.
     """

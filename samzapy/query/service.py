@@ -1,5 +1,7 @@
-"""The query service of one container: answers ``/stores/...`` requests from the stores of its
-own tasks and, for keys owned by tasks of other containers, through those containers.
+"""The query service of one container.
+
+Answers ``/stores/...`` requests from the stores of its own tasks and, for keys owned by tasks
+of other containers, through those containers.
 
 Which task holds a key (docs/queries.md, "Locating a key"):
 
@@ -217,8 +219,10 @@ class QueryService:
         params: dict[str, str],
         blocked: dict[str, str],
     ) -> Answer | None:
-        """Ask the container that runs task ``partition``; with ``allow_stale``, a local stale
-        copy when it cannot answer."""
+        """Ask the container that runs task ``partition``.
+
+        With ``allow_stale``, a local stale copy when it cannot answer.
+        """
         owner = self.placement.owner(partition)
         if owner is None:
             blocked[task_name_for(partition)] = "no member of the group announced a query address for it"
@@ -261,8 +265,11 @@ class QueryService:
         return None
 
     def _get_stale_copy(self, store: str, key: bytes, partition: int, fmt: str) -> Answer | None:
-        """The value from a stale copy on this machine of another container's task (a standby
-        replica's checkpoint), when the owner cannot answer and stale reads are allowed."""
+        """The value from a stale copy of another container's task on this machine.
+
+        A standby replica's checkpoint, read when the owner cannot answer and stale reads are
+        allowed.
+        """
         if self.stale is None:
             return None
         with self._lock:
@@ -366,8 +373,10 @@ class QueryService:
         )
 
     def partitions(self, store: str) -> Answer:
-        """``/stores/<store>/partitions``: this container's tasks, their status, committed
-        changelog offsets and lags, and the other containers' URLs."""
+        """Answer ``/stores/<store>/partitions``: this container's tasks and the others' URLs.
+
+        Each task's status, committed changelog offsets and lags.
+        """
         self._codec(store)
         statuses = self.status.snapshot()["tasks"]
         committed = self._committed()
@@ -404,8 +413,10 @@ class QueryService:
     def _reader(
         self, store: str, partition: int, allow_stale: bool, blocked: dict[str, str]
     ) -> tuple[StoreReader | None, bool]:
-        """The reader of ``store`` for a task of this container, or ``None`` with the reason
-        in ``blocked``. Called with the lock held."""
+        """The reader of ``store`` for a task of this container, or ``None`` with the reason in ``blocked``.
+
+        Called with the lock held.
+        """
         name = task_name_for(partition)
         status = self.status.snapshot()["tasks"].get(name)
         if self._closed:

@@ -1,5 +1,7 @@
-"""Where a query reads a task's store from: the live engine of a running task, or a stale
-copy (the newest local checkpoint on disk) while the task restores.
+"""Where a query reads a task's store from.
+
+The live engine of a running task, or a stale copy (the newest local checkpoint on disk) while
+the task restores.
 
 **Why the engine, below the object cache.** The query server answers on its own threads
 while the run loop writes the stores. The object cache (``CachedStore``) is a plain
@@ -52,24 +54,31 @@ class StoreReader(Protocol):
         """The stored value of ``key``, or ``None``."""
 
     def range(self, from_key: bytes | None, to_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
-        """Up to ``limit`` entries with ``from_key <= key < to_key`` (``None``: unbounded), in
-        key byte order."""
+        """Up to ``limit`` entries with ``from_key <= key < to_key``, in key byte order.
+
+        A ``None`` bound is open.
+        """
 
     def close(self) -> None:
         """Release what the reader holds."""
 
 
 class StaleSource(Protocol):
-    """Somewhere a possibly stale copy of a task's store can be read from while the task
-    itself cannot answer (it is restoring): a local checkpoint, or a standby replica."""
+    """Somewhere a possibly stale copy of a task's store can be read from.
+
+    Read while the task itself cannot answer (it is restoring): a local checkpoint, or a
+    standby replica.
+    """
 
     def reader(self, store: str, partition: int) -> StoreReader | None:
         """A reader of the copy of ``store`` for task ``partition``, or ``None`` if there is none."""
 
 
 class LiveReader:
-    """Reads the engine under a live store (RocksDB or in-memory) from another thread, through
-    the engine's read view (:meth:`samzapy.stores.StorageEngine.read_view`).
+    """Reads the engine under a live store from another thread.
+
+    The engine (RocksDB or in-memory) is read through its read view
+    (:meth:`samzapy.stores.StorageEngine.read_view`).
 
     The caller must not use it once the store is closed (the query service stops before the
     container closes its stores).
@@ -113,11 +122,12 @@ class CheckpointReader:
 
 
 class LocalCheckpointSource:
-    """The newest checkpoint of a store partition on this machine: the task's own local
-    checkpoints (``Partition_<N>.checkpoints/<offset>``, taken at its commits) or a standby
-    replica's (``Partition_<N>.standby.checkpoints/<offset>``, taken at the owner's committed
-    offsets, see :mod:`samzapy.container.standby_store`), whichever is newer. Either is a
-    committed state, older than the live store.
+    """The newest checkpoint of a store partition on this machine.
+
+    The task's own local checkpoints (``Partition_<N>.checkpoints/<offset>``, taken at its
+    commits) or a standby replica's (``Partition_<N>.standby.checkpoints/<offset>``, taken at
+    the owner's committed offsets, see :mod:`samzapy.container.standby_store`), whichever is
+    newer. Either is a committed state, older than the live store.
 
     Stores without a changelog or on the in-memory engine have no checkpoints.
     """

@@ -55,9 +55,10 @@ def advertised_url(host: str, port: int, advertised: str | None) -> str:
 def start_queries(
     container: Any, task_count: int, bootstrap_servers: str, admin: TopicAdmin, producer: RecordSink
 ) -> RunningQueries | None:
-    """Start the query service of ``container`` (a ``Container``) if ``job.query.port`` is set,
-    and announce its URL through ``producer`` (in a topic ``admin`` creates); ``None`` when
-    queries are off.
+    """Start the query service of ``container`` if ``job.query.port`` is set.
+
+    ``container`` is a ``Container``. The service's URL is announced through ``producer`` (in
+    a topic ``admin`` creates); ``None`` when queries are off.
 
     Shares the port of a Prometheus reporter configured on the same port, else binds its own.
     """
