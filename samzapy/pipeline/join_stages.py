@@ -23,6 +23,7 @@ from samzapy.operators.event_time import (
 )
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
 from samzapy.pipeline.api import Node
+from samzapy.pipeline.graph import _key_of_record
 from samzapy.pipeline.stages import Clock, Stage, call_user
 from samzapy.streams import SystemStream
 from samzapy.task import OutgoingMessageEnvelope
@@ -46,7 +47,7 @@ class LookupStage(Stage):
         """Push ``joiner(value, table value)`` (inner: only when there is one)."""
         args = self.node.args
         on = args["on"]
-        lookup = key if on.__name__ == "_key_of_record" else call_user(self, on, value)
+        lookup = key if on is _key_of_record else call_user(self, on, value)
         found = self.store.get(lookup)
         if found is None and args["kind"] == "inner":
             return

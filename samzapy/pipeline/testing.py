@@ -82,6 +82,11 @@ class PipelineHarness:
         self.run()
 
     def _append(self, topic: str, key: Any, value: Any, *, timestamp: int, partition: int | None) -> None:
+        table = self.plan.side_inputs.get(topic)
+        if table is not None:  # a global table: every task's copy takes it, as side inputs do
+            name = self.plan.stores_of[table.id][0]
+            for h in self.tasks:
+                h.stores[name].put(key, value)
         stream = SystemStream("kafka", topic)
         key_serde, msg_serde = self._serdes.for_stream(stream)
         raw_key = key if key_serde is None or key is None else key_serde.to_bytes(key)

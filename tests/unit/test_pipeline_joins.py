@@ -84,3 +84,10 @@ def test_a_global_table_is_looked_up_by_any_key() -> None:
     plan = app.plan()
     assert plan.stores["zips"].side_input == "zips"
     assert "zips" not in plan.inputs
+    with PipelineHarness(app, partitions=2) as h:
+        h.send("zips", "10115", {"city": "Berlin"})
+        h.send_all("views", [("ann", {"zip": "10115"}), ("bob", {"zip": "75001"}), ("cyd", {"zip": "10115"})])
+        assert sorted(h.outputs("out")) == [
+            ("ann", {"zip": "10115", "city": "Berlin"}),
+            ("cyd", {"zip": "10115", "city": "Berlin"}),
+        ]

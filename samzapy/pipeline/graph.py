@@ -1,0 +1,174 @@
+"""The stage graph of a pipeline: its nodes (:class:`Node`), the user's line of each
+(:class:`Where`), the pipeline's error, and the checks shared by streams and tables, which
+refuse a mistake at the user's line when the stage is written."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from samzapy.errors import ConfigError
+from samzapy.pipeline.specs import Aggregation, SerdeName, json, serde_name, string
+
+_HERE = str(Path(__file__).resolve().parent) + "/"
+
+
+class PipelineError(ConfigError):
+    """A pipeline that cannot run as written; the message starts with the user's file:line."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """The user's line that wrote a stage."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{Path(self.file).name}:{self.line}"
+
+
+def _caller() -> Where:
+    """The first frame outside samzapy.pipeline: the user's line."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_HERE):
+        frame = frame.f_back
+    return Where(frame.f_code.co_filename, frame.f_lineno)
+
+
+def function_where(fn: Any) -> str:
+    """``file.py:line`` where a user function is defined (``?`` when it has no code)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return "?"
+    return f"{Path(code.co_filename).name}:{code.co_firstlineno}"
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A store a :meth:`Stream.process` function gets, with its serdes."""
+
+    name: str
+    key: str = "string"
+    value: str = "json"
+
+
+def store(name: str, *, key: SerdeName | str = string, value: SerdeName | str = json) -> StoreSpec:
+    """A store for :meth:`Stream.process`: ``store("counts", value=samzapy.long)``."""
+    return StoreSpec(name, serde_name(key, "key") or "string", serde_name(value, "value") or "json")
+
+
+@dataclass(eq=False)
+class Node:
+    """One stage of the graph: its kind, inputs, the user's line, name and arguments.
+
+    ``keyed`` says whether the stream out of this stage is partitioned by its key (a
+    Kafka-keyed source, or after a repartitioning ``key_by``); ``partitions`` is the declared
+    partition count, when one was given.
+    """
+
+    id: int
+    kind: str
+    parents: tuple[Node, ...]
+    where: Where
+    name: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    keyed: bool = True
+    partitions: int | None = None
+    key_serde: str | None = "string"
+    value_serde: str | None = "json"
+
+    def __repr__(self) -> str:
+        return f"Node({self.id}, {self.kind!r}, {self.where})"
+
+
+def _timestamp(timestamp: str | Callable[[Any], int] | None, where: Where) -> Callable[[Any], int] | None:
+    if timestamp is None or callable(timestamp):
+        return timestamp
+    if isinstance(timestamp, str):
+        name = timestamp
+
+        def field_time(value: Any) -> int:
+            return value[name]
+
+        field_time.__qualname__ = f"timestamp field {name!r}"
+        field_time.field = name  # type: ignore[attr-defined]  # read directly on the hot path
+        return field_time
+    msg = f"{where}: timestamp= must be a field name or a function of the value, got {timestamp!r}"
+    raise PipelineError(msg)
+
+
+def _check_fn(fn: Any, op: str, where: Where) -> None:
+    if not callable(fn):
+        msg = f"{where}: {op}() needs a function, got {type(fn).__name__} {fn!r}"
+        raise PipelineError(msg)
+
+
+#: Stages that pass values on unchanged.
+_PASSING = frozenset({"filter", "to", "sink", "dedup", "branch", "branch_out"})
+#: Serdes that can carry a dict or a list.
+_STRUCTURED = frozenset({"json", None})
+
+
+def _check_value_serde(node: Node, serde: str | None, topic: str, where: Where) -> None:
+    """Refuse, at the user's line, writing values the graph knows are dicts or lists (window
+    results, default join pairs) with a serde that cannot carry them."""
+    while node.kind in _PASSING and node.parents:
+        node = node.parents[0]
+    made = None
+    if node.kind == "window":
+        made = "window results (dicts)"
+    elif node.kind.endswith("join") and node.args.get("joiner") is _pair:
+        made = "join pairs (lists)"
+    builtin = serde in ("string", "long", "integer", "bytes")
+    if made is not None and serde not in _STRUCTURED and builtin:
+        msg = (
+            f"{where}: to('{topic}') with the {serde} serde cannot write the {made} of the "
+            f"{node.kind}() at {node.where}: use value=samzapy.json, or map() them to what {serde} takes"
+        )
+        raise PipelineError(msg)
+
+
+def _pair(left: Any, right: Any) -> Any:
+    return [left, right]
+
+
+def _key_of_record(value: Any) -> Any:
+    return None
+
+
+def _default_count() -> Aggregation:
+    from samzapy.pipeline.specs import count
+
+    return count()
+
+
+def _check_kind(kind: str, allowed: tuple[str, ...], where: Where) -> None:
+    if kind not in allowed:
+        msg = f"{where}: join kind must be one of {', '.join(allowed)}, got {kind!r}"
+        raise PipelineError(msg)
+
+
+def _check_copartitioned(streams: Iterable[Any], op: str, where: Where, *, require_keys: bool) -> None:
+    """Refuse a join or merge of streams that are not partitioned alike."""
+    streams = list(streams)
+    if require_keys:
+        for s in streams:
+            if not s.node.keyed:
+                msg = (
+                    f"{where}: {op}() needs streams partitioned by their keys, and the stream of "
+                    f"{s.node.kind} at {s.node.where} has no keys: call key_by(fn) on it first"
+                )
+                raise PipelineError(msg)
+    counts = {s.node.partitions for s in streams if s.node.partitions is not None}
+    if len(counts) > 1:
+        said = ", ".join(f"{s.node.where}: {s.node.partitions}" for s in streams if s.node.partitions)
+        msg = (
+            f"{where}: {op}() of streams with different partition counts ({said}): a key would be "
+            "in different tasks on each side; make the topics' partition counts equal, or key_by "
+            "one side (it then moves to an intermediate topic with the job's partition count)"
+        )
+        raise PipelineError(msg)
