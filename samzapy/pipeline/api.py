@@ -6,12 +6,13 @@ already shows (a window on an unkeyed stream, a join of streams partitioned diff
 refused at the user's line, when the stage is written. :meth:`App.plan` compiles the graph
 (:mod:`samzapy.pipeline.compiler`) onto samzapy's task model.
 
->>> app = App("demo")
->>> views = app.stream("pageviews")
->>> from samzapy.pipeline.specs import count
->>> counts = views.key_by(lambda v: v["user"]).window(tumbling(hours=1), count())
->>> [n.kind for n in app.nodes]
-['source', 'key_by', 'window']
+Examples:
+    >>> app = App("demo")
+    >>> views = app.stream("pageviews")
+    >>> from samzapy.pipeline.specs import count
+    >>> counts = views.key_by(lambda v: v["user"]).window(tumbling(hours=1), count())
+    >>> [n.kind for n in app.nodes]
+    ['source', 'key_by', 'window']
 """
 
 from __future__ import annotations

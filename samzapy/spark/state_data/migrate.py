@@ -48,7 +48,8 @@ def migrate_state(
         config: the job's .properties path or :class:`Config` (as deployed now).
         store: a logged RocksDB store.
         fn: picklable (it runs in the executors); returns the new value, ``None`` to delete.
-        decode, encode: serdes for the old and new values (default: the store's msg serde).
+        decode: the serde of the old values (default: the store's msg serde).
+        encode: the serde of the new values (default: the store's msg serde).
         spark: a SparkSession (default: :func:`samzapy.spark.session.get_spark`'s).
         base_dir: where the local stores go (default: ``job.logged.store.base.dir``).
 

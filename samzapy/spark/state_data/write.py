@@ -91,8 +91,10 @@ def write_state(
         frame: a DataFrame with one row per key.
         config: the job's .properties path or :class:`Config`.
         store: a logged RocksDB store of the job.
-        key, value: the columns holding keys and values: objects the store's serdes write
-            (a struct column is written as a dict), or with ``raw`` the stored bytes.
+        key: the column holding the keys: objects the store's key serde writes, or with
+            ``raw`` the stored bytes.
+        value: the column holding the values: objects the store's msg serde writes (a struct
+            column is written as a dict), or with ``raw`` the stored bytes.
         base_dir: where the local stores go (default: ``job.logged.store.base.dir``).
 
     Raises:
