@@ -17,6 +17,13 @@ outputs ``ad-clicks-joined`` (impression fields plus click fields, keyed by impr
   ``duplicate-clicks``). State is restored exactly after a crash, so a re-sent result has the
   same ``samzapy.id`` and bytes: exactly once eventually, after dedup by id.
 * ``end-of-stream`` control records on both inputs close every window (``--exit-at-end``).
+* ``join.state.layout`` (default 2) is the stores' layout
+  (:mod:`samzapy.operators.stream_join_layout`): 2, :class:`~samzapy.operators.BucketedStreamJoin`
+  with the registry folded into the click buffer (a decided flag kept until the retention's
+  horizon; about one changelog record per input event); 1, the layout before it
+  (:class:`~samzapy.operators.StreamStreamJoin`, an expiry index, and the registry in
+  ``join-state``), for state written by it. Each refuses the other's state at start, naming
+  the store.
 """
 
 from __future__ import annotations
@@ -25,7 +32,10 @@ from typing import Any
 
 from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
 from samzapy.operators import JoinRegistry, JoinResult, StreamStreamJoin
+from samzapy.operators.bucketed_join import BucketedStreamJoin, JoinLayoutError
 from samzapy.operators.event_time import END_OF_STREAM, EventTime, control_of, input_streams
+from samzapy.operators.key_encoding import prefix_end
+from samzapy.operators.stream_join_layout import LAYOUT_KEY
 
 
 def joined_record(click: dict, impression: dict | None) -> dict:
@@ -49,8 +59,19 @@ def joined_record(click: dict, impression: dict | None) -> dict:
     return record
 
 
-#: The registry's namespace in ``join-state``.
+#: The registry's namespace in ``join-state`` (layout 1).
 REGISTRY_NAMESPACE = b"reg"
+#: The join's stores: clicks (left), impressions (right), the expiry or pending index.
+STORES = ("click-buffer", "impression-buffer", "join-expiry")
+
+
+def layout_of(config: Any) -> int:
+    """The stores' layout the config asks for (``join.state.layout``, 1 or 2; default 2)."""
+    layout = config.get_int("join.state.layout", 2)
+    if layout not in (1, 2):
+        msg = f"join.state.layout must be 1 or 2, got {layout}"
+        raise ValueError(msg)
+    return layout
 
 
 class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
@@ -58,19 +79,30 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
 
     @classmethod
     def state_layouts(cls, config: Any) -> dict[str, Any]:
-        """How the stores read as data and move in a reshard (:mod:`samzapy.operators.state_layout`):
-        the buffers and the expiry index by impression id; ``join-state`` is the task's own
-        (the inputs' watermarks, the registry of decided click ids)."""
+        """How the stores read as data and move in a reshard (:mod:`samzapy.operators.state_layout`).
+
+        The buffers and the expiry (layout 1) or pending (layout 2) index by impression id;
+        ``join-state`` is the task's own (the inputs' watermarks; in layout 1 the registry of
+        decided click ids), so are layout 2's meta entries.
+        """
         from samzapy.operators.event_time import event_time_entries
         from samzapy.operators.registry import registry_entries
         from samzapy.operators.state_layout import TaskStateLayout
-        from samzapy.operators.stream_join_layout import JoinBufferLayout, JoinExpiryLayout
+        from samzapy.operators.stream_join_layout import (
+            JoinBucketLayout,
+            JoinBufferLayout,
+            JoinExpiryLayout,
+            JoinPendingLayout,
+        )
 
-        buffer = JoinBufferLayout()
+        if layout_of(config) == 1:
+            buffer, index = JoinBufferLayout(), JoinExpiryLayout()
+        else:
+            buffer, index = JoinBucketLayout(), JoinPendingLayout()  # type: ignore[assignment]
         return {
             "click-buffer": buffer,
             "impression-buffer": buffer,
-            "join-expiry": JoinExpiryLayout(),
+            "join-expiry": index,
             "join-state": TaskStateLayout((*event_time_entries(), *registry_entries(REGISTRY_NAMESPACE))),
         }
 
@@ -88,24 +120,46 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
             raise ValueError(msg)
         state = context.get_store("join-state")
         self.time = EventTime(state, inputs, config.get_int("join.allowed.lateness.ms", 10_000))
-        self.registry = JoinRegistry(
-            state,
-            config.get_int("join.registry.retention.ms", 86_400_000),
-            namespace=REGISTRY_NAMESPACE,
-            metrics=context.metrics,
-        )
-        self.join = StreamStreamJoin(
-            context.get_store("click-buffer"),
-            context.get_store("impression-buffer"),
-            context.get_store("join-expiry"),
-            self.time.watermark,
-            joined_record,
-            window_before_ms=config.get_int("join.window.before.ms", 120_000),
-            window_after_ms=config.get_int("join.window.after.ms", 5_000),
-            grace_ms=config.get_int("join.grace.ms", 0),
-            kind="left",
-            metrics=context.metrics,
-        )
+        retention = config.get_int("join.registry.retention.ms", 86_400_000)
+        stores = [context.get_store(name) for name in STORES]
+        windows: dict[str, Any] = {
+            "window_before_ms": config.get_int("join.window.before.ms", 120_000),
+            "window_after_ms": config.get_int("join.window.after.ms", 5_000),
+            "grace_ms": config.get_int("join.grace.ms", 0),
+            "kind": "left",
+            "metrics": context.metrics,
+        }
+        self.registry: JoinRegistry | None = None
+        self.join: StreamStreamJoin | BucketedStreamJoin
+        if layout_of(config) == 1:
+            if stores[2].get(LAYOUT_KEY) is not None:
+                msg = (
+                    f"store '{STORES[2]}' holds the click join's state in layout 2 (it has a layout "
+                    "marker) and join.state.layout=1: remove join.state.layout=1 from the config"
+                )
+                raise JoinLayoutError(msg)
+            self.registry = JoinRegistry(
+                state, retention, namespace=REGISTRY_NAMESPACE, metrics=context.metrics
+            )
+            self.join = StreamStreamJoin(*stores, self.time.watermark, joined_record, **windows)
+        else:
+            with state.range(REGISTRY_NAMESPACE, prefix_end(REGISTRY_NAMESPACE)) as entries:
+                if next(entries, None) is not None:
+                    msg = (
+                        "store 'join-state' holds a registry of decided clicks (layout 1) and this job "
+                        "now writes layout 2: set join.state.layout=1 to keep the old layout for this "
+                        "state, or drain it (end-of-stream on both inputs) and delete the state first"
+                    )
+                    raise JoinLayoutError(msg)
+            self.join = BucketedStreamJoin(
+                *stores,
+                self.time.watermark,
+                joined_record,
+                once_retention_ms=retention,
+                store_names=STORES,
+                duplicates_metric="duplicate-clicks",
+                **windows,
+            )
         self.output = SystemStream.parse(config.get_str("join.output.stream", "kafka.ad-clicks-joined"))
         self.unjoined = SystemStream.parse(config.get_str("join.unjoined.stream", "kafka.unjoined-clicks"))
         self.duplicates = context.metrics.counter("duplicate-clicks")
@@ -138,16 +192,20 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
     def window(self, collector, coordinator) -> None:
         """Expire closed join windows (unjoined clicks out) and collect old registry entries."""
         self._expire(collector)
-        self.registry.gc()
+        if self.registry is not None:
+            self.registry.gc()
 
     def _expire(self, collector) -> None:
         self._decide(self.join.expire(), collector)
 
     def _decide(self, results: list[JoinResult], collector) -> None:
-        """Send each result whose click id is not decided yet, and register it as decided."""
+        """Send each result whose click id is not decided yet, and register it as decided
+        (layout 2: the join decided already)."""
         for result in results:
             click = result.left
-            if not self.registry.try_register(click["click_id"], result.left_time):
+            if self.registry is not None and not self.registry.try_register(
+                click["click_id"], result.left_time
+            ):
                 self.duplicates.inc()
                 continue
             if result.right is None:

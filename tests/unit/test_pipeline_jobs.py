@@ -206,7 +206,10 @@ def test_the_ad_click_join_pipeline_gives_the_task_versions_outputs_ids_bytes_an
     from samzapy.jobs.ad_click_join_pipeline import app
 
     events = _ad_events(300)
-    broker, tasks = _run_tasks(AdClickJoinTask, "ad-click-join.properties", events)
+    # the pipeline's join keeps store layout 1 (a registry by click id: these copies differ in
+    # time); the task's layout 2 decides a copy by (key, time, id)
+    over = {"join.state.layout": "1"}
+    broker, tasks = _run_tasks(AdClickJoinTask, "ad-click-join.properties", events, over)
     for h in tasks:
         h.window()
     _end(broker, ["impressions", "clicks"], tasks)

@@ -1,0 +1,159 @@
+"""The click join's store layout 2 against layout 1: same outputs (ids, bytes), same logical
+stores (read back through the layouts read_state decodes with), also across kill -9 rounds;
+the refusal of the other layout's state; the changelog records each writes."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from samzapy.config import load_config
+from samzapy.jobs.ad_click_join import STORES, AdClickJoinTask
+from samzapy.operators.bucketed_join import BucketedStreamJoin, JoinLayoutError
+from samzapy.operators.event_time import end_of_stream_record
+from samzapy.operators.watermark import Watermark
+from samzapy.stores.memory import InMemoryStore
+from samzapy.testing import TaskHarness, distinct_by_id
+
+CONFIG = Path(__file__).parents[2] / "config" / "ad-click-join.properties"
+EOS = end_of_stream_record()
+
+
+def ad_events(n: int, seed: int) -> list[tuple[str, str, dict[str, Any]]]:
+    """Impressions and clicks in time order with disorder (within the 10 s lateness, and some
+    beyond it: late records); clicks before their impression, orphans, copies of clicks (the
+    same click, as :func:`samzapy.generate.ads` sends them) arriving soon or much later."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(n):
+        t = i * 1_000
+        imp = f"imp{i}"
+        if rng.random() < 0.8:
+            ts = t + rng.randrange(-3_000, 3_000)
+            events.append((ts, "impressions", imp, {"impression_id": imp, "ts": ts}))
+        if rng.random() < 0.6:
+            ts = t + rng.choice([-2_000, 2_000, 30_000, 200_000])
+            click = {"click_id": f"c{i}", "impression_id": imp, "ts": ts}
+            events.append((ts, "clicks", imp, click))
+            if rng.random() < 0.15:  # a copy arriving soon, or after its window closed
+                events.append((ts + rng.choice([500, 150_000]), "clicks", imp, click))
+    events.sort(key=lambda e: e[0])
+    out = [(topic, key, value) for _, topic, key, value in events]
+    for k in range(0, len(out) - 5, 37):  # some disorder beyond the lateness: late records
+        out[k], out[k + 5] = out[k + 5], out[k]
+    return out
+
+
+def run(layout: int, events: list, tmp: Path, crashes: int) -> tuple[dict, dict, dict, dict, int]:
+    """One task over ``events``: ``crashes`` times, commit, more input, kill -9, restart.
+    (outputs by id, logical stores before the end, logical stores after it, metrics,
+    changelog records)."""
+    h = TaskHarness(AdClickJoinTask, load_config(CONFIG, [f"join.state.layout={layout}"]), base_dir=tmp)
+    step = len(events) // (crashes + 1)
+    for i, (topic, key, value) in enumerate(events):
+        h.send(f"kafka.{topic}", key, value)
+        if i % 200 == 199:
+            h.window()
+        if crashes and i % step == step // 2 and i // step < crashes:
+            h.commit()
+        elif crashes and i % step == step - 1 and i // step < crashes:
+            h.crash()
+            h.restart()
+    before_end = logical_stores(h)
+    for stream in ("kafka.impressions", "kafka.clicks"):
+        h.send(stream, None, {"control": "end-of-stream"}, headers=EOS[0])
+    h.window()
+    h.commit()
+    after_end = logical_stores(h)
+    outputs = {}
+    for stream in ("ad-clicks-joined", "unjoined-clicks"):
+        outputs |= {i: (stream, r.key, r.value) for i, r in distinct_by_id(h.records(stream)).items()}
+    changelog = sum(len(h.broker.records(t)) for t in h.broker.topics() if t.endswith("changelog"))
+    metrics = {name: h.metrics.counter(name).value for name in ("joined-clicks", "unjoined-clicks")}
+    h.close()
+    return outputs, before_end, after_end, metrics, changelog
+
+
+def logical_stores(h: TaskHarness) -> dict[str, Any]:
+    """What the stores say, whatever their layout: the open buffered records of each side (a
+    closed record is gone in layout 1, waiting for its bucket in layout 2), the clicks decided
+    within the retention (layout 1's registry, layout 2's decided flags) and the watermark;
+    decoded by the layouts :func:`read_state` and the reshard use."""
+    config = h.config
+    layouts = AdClickJoinTask.state_layouts(config)
+    task = h.task
+    wm = task.time.watermark.current
+    reach = {"click-buffer": config.get_int("join.window.after.ms"), "impression-buffer": 120_000}
+    found: dict[str, Any] = {"watermark": wm, "decided": {}}
+    for store in STORES[:2]:
+        rows = []
+        for entry in h.stores[store].all():
+            row = layouts[store].decode(entry.key, entry.value)
+            body = orjson.loads(row["value_json"])
+            if body.get("decided"):
+                found["decided"][body["record_id"]] = body["event_time"]
+            if body["event_time"] + reach[store] >= wm:  # open (grace 0)
+                rows.append(
+                    (row["key_json"], body["event_time"], body["record_id"], body["matched"], body["value"])
+                )
+        found[store] = sorted(rows, key=repr)  # layout 2 orders by bucket first
+    registry = task.registry
+    if registry is not None:
+        for entry in h.stores["join-state"].all():
+            if entry.key.startswith(b"reg\x00ri"):
+                found["decided"][entry.key[6:].decode()] = int.from_bytes(entry.value[:8], "big") - (1 << 63)
+    return found
+
+
+@pytest.mark.parametrize("crashes", [0, 3])
+def test_layout_2_gives_layout_1s_outputs_and_logical_stores(tmp_path: Path, crashes: int) -> None:
+    events = ad_events(400, seed=11 + crashes)
+    old = run(1, events, tmp_path / "v1", crashes)
+    new = run(2, events, tmp_path / "v2", crashes)
+    assert new[0] == old[0]  # outputs: ids, streams, key and value bytes
+    assert new[1] == old[1]  # logical stores with records still open
+    assert new[2] == old[2]  # and after the end of both streams
+    assert new[3] == old[3]
+    joined = [v for v in old[0].values() if v[0] == "ad-clicks-joined"]
+    assert len(joined) > 100 and len(old[0]) - len(joined) > 30 and old[1]["click-buffer"]
+    assert new[4] < old[4] * 0.7, (new[4], old[4])
+
+
+def test_each_layout_refuses_the_others_state_naming_the_store(tmp_path: Path) -> None:
+    events = ad_events(20, seed=1)
+    for layout, other in ((1, 2), (2, 1)):
+        base = tmp_path / f"v{layout}"
+        h = TaskHarness(AdClickJoinTask, load_config(CONFIG, [f"join.state.layout={layout}"]), base_dir=base)
+        for topic, key, value in events:
+            h.send(f"kafka.{topic}", key, value)
+        h.commit()
+        for store in h.stores.values():
+            store.close()
+        with pytest.raises(JoinLayoutError) as raised:
+            TaskHarness(AdClickJoinTask, load_config(CONFIG, [f"join.state.layout={other}"]), base_dir=base)
+        message = str(raised.value)
+        if other == 2:
+            assert "store 'click-buffer'" in message or "store 'join-state'" in message
+            assert "join.state.layout=1" in message
+        else:
+            assert "store 'join-expiry'" in message and "layout 2" in message
+
+
+def test_layout_2_refuses_stores_with_entries_but_no_marker() -> None:
+    left, right, index = InMemoryStore(), InMemoryStore(), InMemoryStore()
+    right.put(b"some-layout-1-key", b"\x00{}")
+    with pytest.raises(JoinLayoutError, match="store 'impression-buffer' holds stream-join state without"):
+        BucketedStreamJoin(
+            left,
+            right,
+            index,
+            Watermark(InMemoryStore(), 0),
+            lambda a, b: (a, b),
+            window_before_ms=10,
+            window_after_ms=10,
+            store_names=STORES,
+        )
