@@ -149,12 +149,32 @@ def pipeline_config(spec: str, overrides: Sequence[str] = (), properties: str | 
     path, _ = _split_file(spec)
     source = str(path) if path.suffix == ".py" else spec
     entries = plan.properties(source, app_spec_for_tasks(spec))
-    if properties is not None:
-        entries = [*entries, *read_properties(properties)]
-    base = Path(source).resolve().parent if path.suffix == ".py" else None
-    config = Config(entries, source=source, base_dir=base)
+    extra = read_properties(properties) if properties is not None else []
     parsed = parse_overrides(overrides)
+    _refuse_plan_keys(extra, parsed, source)
+    base = Path(source).resolve().parent if path.suffix == ".py" else None
+    config = Config([*entries, *extra], source=source, base_dir=base)
     return config.with_overrides(parsed) if parsed else config
+
+
+#: Keys the plan alone sets: from a .properties file or --config they would cut the job from its
+#: pipeline (other inputs, another task class) while the plan check and the stages assume it.
+PLAN_KEYS = ("task.class", "task.inputs", "pipeline.app")
+
+
+def _refuse_plan_keys(extra: Sequence[Any], overrides: dict[str, str], source: str) -> None:
+    problems = [
+        f"'{p.key}' ({p.location}) is set by the pipeline ({source}): remove it"
+        for p in extra
+        if p.key in PLAN_KEYS
+    ]
+    problems += [
+        f"'{k}' (--config) is set by the pipeline ({source}): remove it" for k in overrides if k in PLAN_KEYS
+    ]
+    if problems:
+        from samzapy.config.properties import config_error
+
+        raise config_error(source, problems)
 
 
 def pipeline_job(spec: str, overrides: Sequence[str] = (), properties: str | None = None) -> Any:

@@ -81,3 +81,15 @@ def test_describe_properties_is_a_job_file_the_tools_can_read(tmp_path: Path) ->
     job = parse_job_config(load_config(job_file))
     assert job.job_name == "upper-describe"
     assert [str(s) for s in job.inputs] == ["kafka.in"]
+
+
+def test_keys_the_pipeline_sets_are_refused_from_a_properties_file_and_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "upper_keys.py"
+    path.write_text(APP.format(name="upper-keys"))
+    extra = tmp_path / "extra.properties"
+    extra.write_text("# more\ntask.inputs=kafka.other\n")
+    with pytest.raises(ConfigError) as raised:
+        pipeline_config(str(path), ["task.class=x:Y"], str(extra))
+    message = str(raised.value)
+    assert f"'task.inputs' ({extra}:2) is set by the pipeline" in message
+    assert "'task.class' (--config) is set by the pipeline" in message
