@@ -17,6 +17,7 @@ and a cost per window (the two runs have the same views and differ in windows: s
 
     python -m benchmarks.bench_state_memory --size full      # 100k vs 1M keys, 1M views
     python -m benchmarks.bench_state_memory --users 20000 --block-cache-mb 100 --write-buffer-mb 32
+    python -m benchmarks.bench_state_memory --memory-budget-mb 16   # job.rocksdb.memory.bytes
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ def run_counter(
             "stores.pageview-counts.container.write.buffer.size.bytes": str(args.write_buffer_mb << 20),
         }
     )
+    if args.memory_budget_mb:  # one budget for the process's RocksDB instead of the store's own
+        props["job.rocksdb.memory.bytes"] = str(args.memory_budget_mb << 20)
     config = write_properties(tmp / f"memory-{tag}.properties", props)
     metrics = tmp / f"metrics-{tag}.json"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -108,7 +111,9 @@ def run_counter(
     result.note(
         f"{users:,} keys: {processed:,} messages (produced in {produced_s:.1f} s), {windows:,} "
         f"windows; object cache {args.cache:,} entries, block cache {args.block_cache_mb} MB, "
-        f"write buffer {args.write_buffer_mb} MB; peak RSS {run.rss_mb:.0f} MB"
+        f"write buffer {args.write_buffer_mb} MB"
+        + (f", process budget {args.memory_budget_mb} MB" if args.memory_budget_mb else "")
+        + f"; peak RSS {run.rss_mb:.0f} MB"
     )
     return run.rss_mb, cpu_s, windows
 
@@ -135,6 +140,7 @@ def main() -> None:
         block_cache_mb=8,
         write_buffer_mb=8,
         window_ms=86_400_000,
+        memory_budget_mb=0,
     )
     result = Result("state_memory")
     with tempfile.TemporaryDirectory() as name:

@@ -336,11 +336,17 @@ class RocksDBStore(RawStore):
         """What RocksDB reports of this database's memory, in bytes.
 
         ``block-cache-usage`` (of the cache it uses, which stores may share),
-        ``cur-size-all-mem-tables`` (its memtables, active and being flushed) and
+        ``cur-size-all-mem-tables`` (its memtables, active and being flushed),
+        ``size-all-mem-tables`` (those and the flushed ones still referenced) and
         ``estimate-table-readers-mem`` (index and filter blocks held outside the cache).
         """
         db = self._live()
-        names = ("block-cache-usage", "cur-size-all-mem-tables", "size-all-mem-tables", "estimate-table-readers-mem")
+        names = (
+            "block-cache-usage",
+            "cur-size-all-mem-tables",
+            "size-all-mem-tables",
+            "estimate-table-readers-mem",
+        )
         return {name: int(db.property_int_value(f"rocksdb.{name}") or 0) for name in names}
 
     def _holds_nothing(self) -> bool:
@@ -409,8 +415,9 @@ def _entries(
     # then stop early or run past their end, at random).
     _keep_alive = read_options  # noqa: F841
     read = 0
+    new = tuple.__new__  # half the cost of Entry(...), whose generated __new__ is a Python call
     while it.valid():
-        yield Entry(it.key(), it.value())
+        yield new(Entry, (it.key(), it.value()))
         read += 1
         it.next()
     failure = iterator_failure(it, db_dir, read)  # an error ends the walk as if the keys had ended

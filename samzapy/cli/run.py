@@ -137,8 +137,10 @@ def _one_copy(job: JobConfig, container_id: int, take_over: bool) -> AbstractCon
 def _run_container(
     job: JobConfig, container_id: int, exit_at_end: bool, metrics_file: Path | None, instance_id: str | None
 ) -> None:
+    from samzapy.container.gc_policy import apply_run_policy
     from samzapy.container.run_loop import Container
 
+    apply_run_policy()  # a long-running job's collector settings (samzapy/container/gc_policy.py)
     container = Container(
         job,
         container_id=container_id,
