@@ -1,6 +1,8 @@
-"""Ad clicks joined to their impressions as a pipeline: the windowed stream-stream join of
-:mod:`samzapy.jobs.ad_click_join` (``config/ad-click-join.properties``, after Google's
-Photon). Run it with ``samzapy run samzapy.jobs.ad_click_join_pipeline:app``.
+"""Ad clicks joined to their impressions as a pipeline.
+
+The windowed stream-stream join of :mod:`samzapy.jobs.ad_click_join`
+(``config/ad-click-join.properties``, after Google's Photon). Run it with
+``samzapy run samzapy.jobs.ad_click_join_pipeline:app``.
 
 A click at ``tc`` joins the impression of its id at ``ti`` when
 ``tc - 120 s <= ti <= tc + 5 s``; either may come first; each click is decided at most once

@@ -53,9 +53,11 @@ class ForeignKeyJoinTask(StreamTask, InitableTask):
 
     @classmethod
     def state_layouts(cls, config: Any) -> dict[str, Any]:
-        """How the stores read as data (:mod:`samzapy.operators.state_layout`): the subscriptions
-        by customer, order and version; ``fk-left``, ``fk-right`` and ``joined`` are key-value.
-        A reshard refuses the job (:data:`RESHARD_REFUSAL`)."""
+        """How the stores read as data (:mod:`samzapy.operators.state_layout`).
+
+        The subscriptions by customer, order and version; ``fk-left``, ``fk-right`` and
+        ``joined`` are key-value. A reshard refuses the job (:data:`RESHARD_REFUSAL`).
+        """
         return fk_layouts("fk-subscriptions", reshard_refusal=RESHARD_REFUSAL)
 
     left_stream = "orders"

@@ -1,6 +1,8 @@
-"""Orders joined with their customer as a pipeline: the foreign-key table-table join of
-:mod:`samzapy.jobs.order_customer_join` (``config/order-customer-join.properties``). Run it
-with ``samzapy run samzapy.jobs.order_customer_join_pipeline:app``.
+"""Orders joined with their customer as a pipeline.
+
+The foreign-key table-table join of :mod:`samzapy.jobs.order_customer_join`
+(``config/order-customer-join.properties``). Run it with
+``samzapy run samzapy.jobs.order_customer_join_pipeline:app``.
 
 ``orders`` (JSON keyed by order_id, with a ``customer_id``) and ``customers`` (JSON keyed by
 customer_id) are tables, partitioned differently; every change that changes an order's

@@ -88,10 +88,12 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
 
     @classmethod
     def state_layouts(cls, config: Any) -> dict[str, Any]:
-        """How the window store reads as data and moves in a reshard
-        (:mod:`samzapy.operators.state_layout`; the tumbling, hopping and session windows' layout:
-        sliding and count windows are not described yet). The task's own entries: the event
-        time's watermarks, the sequences of the upstream sources, the late count."""
+        """How the window store reads as data and moves in a reshard.
+
+        See :mod:`samzapy.operators.state_layout`: the tumbling, hopping and session windows'
+        layout (sliding and count windows are not described yet). The task's own entries: the
+        event time's watermarks, the sequences of the upstream sources, the late count.
+        """
         from samzapy.operators.event_time import counter_entries, event_time_entries, sequence_entries
         from samzapy.operators.window_layout import WindowLayout
 

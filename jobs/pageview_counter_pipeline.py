@@ -1,7 +1,9 @@
-"""Page views per user per hour as a pipeline: the two task jobs
-:mod:`samzapy.jobs.pageview_repartition` and :mod:`samzapy.jobs.pageview_counter` (with
-``config/pageview-repartition.properties`` and ``config/pageview-counter.properties``) in a
-dozen lines. Run it with ``samzapy run samzapy.jobs.pageview_counter_pipeline:app``.
+"""Page views per user per hour as a pipeline.
+
+The two task jobs :mod:`samzapy.jobs.pageview_repartition` and
+:mod:`samzapy.jobs.pageview_counter` (with ``config/pageview-repartition.properties`` and
+``config/pageview-counter.properties``) in a dozen lines. Run it with
+``samzapy run samzapy.jobs.pageview_counter_pipeline:app``.
 
 It reads ``pageviews`` (JSON keyed by page, event time ``ts``), re-keys the views by user
 through the intermediate topic ``pageview-counter-pipeline-pageviews-by-user``, counts them in

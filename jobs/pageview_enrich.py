@@ -44,8 +44,10 @@ class PageViewEnrichTask(StreamTask, InitableTask):
 
     @classmethod
     def state_layouts(cls, config: Any) -> dict[str, Any]:
-        """How the stores read as data (:mod:`samzapy.operators.state_layout`): with
-        ``join.time=event``, the versions and the waiting views; else the key-value table."""
+        """How the stores read as data (:mod:`samzapy.operators.state_layout`).
+
+        With ``join.time=event``, the versions and the waiting views; else the key-value table.
+        """
         if config.get_str("join.time", "processing") != "event":
             return {}
         name = config.get_str("join.versioned.store", "zip-versions")

@@ -1,5 +1,7 @@
-"""Page views enriched with the user's zip code, as a pipeline: the stream-table join of
-:mod:`samzapy.jobs.pageview_enrich` (``config/pageview-enrich.properties``). Run it with
+"""Page views enriched with the user's zip code, as a pipeline.
+
+The stream-table join of :mod:`samzapy.jobs.pageview_enrich`
+(``config/pageview-enrich.properties``). Run it with
 ``samzapy run samzapy.jobs.pageview_enrich_pipeline:app``.
 
 ``profiles`` (JSON keyed by user_id) is read as a table; each view of ``pageviews-by-user``

@@ -16,6 +16,7 @@ class PageViewFilterTask(StreamTask):
     """Drops views of ``/page/0`` (our stand-in for health checks); re-keys the rest by user."""
 
     def process(self, envelope, collector, coordinator) -> None:
+        """Drop a health-check view; send any other with its hour, keyed by user."""
         view = envelope.message
         if view["page"] == "/page/0":
             return

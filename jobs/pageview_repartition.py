@@ -104,8 +104,10 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
         collector.send(OutgoingMessageEnvelope(self.output, key=key, message=message, headers=headers))
 
     def window(self, collector, coordinator) -> None:
-        """Broadcast the progress when it moved since the last broadcast; say the task is
-        idle after ``window.idle.timeout.ms`` without input."""
+        """Broadcast the progress when it moved since the last broadcast.
+
+        Say the task is idle after ``window.idle.timeout.ms`` without input.
+        """
         if self.progress.current > self._announced:
             self._announce(collector, WATERMARK)
         idle_for = time.monotonic() - self._last_input

@@ -1,6 +1,8 @@
-"""User profiles joined with user settings by user_id, as a pipeline: the table-table join of
-:mod:`samzapy.jobs.profile_settings_join` (``config/profile-settings-join.properties``).
-Run it with ``samzapy run samzapy.jobs.profile_settings_join_pipeline:app``.
+"""User profiles joined with user settings by user_id, as a pipeline.
+
+The table-table join of :mod:`samzapy.jobs.profile_settings_join`
+(``config/profile-settings-join.properties``). Run it with
+``samzapy run samzapy.jobs.profile_settings_join_pipeline:app``.
 
 Both topics are read as tables (JSON keyed by user_id, a null value deletes); every change of
 either side that changes a user's joined record sends ``{"user_id", "profile", "settings"}``

@@ -203,8 +203,10 @@ class CheckpointAdmin:
         return []
 
     def offset_for_time(self, tp: TopicPartition, timestamp_ms: int) -> int:
-        """The earliest offset of ``tp`` whose record has a timestamp >= ``timestamp_ms``, or
-        the end when there is none (see the module docstring on the broker's answer)."""
+        """The earliest offset of ``tp`` whose record has a timestamp >= ``timestamp_ms``.
+
+        The end when there is none (see the module docstring on the broker's answer).
+        """
         oldest, end = self.oldest(tp), self.end(tp)
         answer = self._consumer.offsets_for_times({tp: timestamp_ms}).get(tp)
         candidate = end if answer is None else answer.offset
@@ -232,8 +234,11 @@ class CheckpointAdmin:
         return bool(before) and before[0].offset == offset - 1 and before[0].timestamp < ts
 
     def _search_time(self, tp: TopicPartition, ts: int, lo: int, hi: int) -> int:
-        """Binary search in ``[lo, hi]``: offsets below ``lo`` are known to be < ``ts``, and
-        ``hi`` is the end or an offset whose record is >= ``ts``."""
+        """Binary search in ``[lo, hi]``.
+
+        Offsets below ``lo`` are known to be < ``ts``, and ``hi`` is the end or an offset whose
+        record is >= ``ts``.
+        """
         while lo < hi:
             mid = (lo + hi) // 2
             batch = self._first_record(tp, mid, hi)

@@ -59,19 +59,25 @@ class StoreContext:
 
     @property
     def inputs(self) -> tuple[SystemStream, ...]:
-        """The job's input streams (``task.inputs``), in order; the task reads partition
-        :attr:`partition` of each that has it."""
+        """The job's input streams (``task.inputs``), in order.
+
+        The task reads partition :attr:`partition` of each that has it.
+        """
         return self._job.inputs
 
     @property
     def config(self) -> AppConfig:
-        """The job's application keys (those outside samzapy's reserved prefixes), read-only,
-        with typed getters that name ``path:line`` when a value is bad."""
+        """The job's application keys (those outside samzapy's reserved prefixes), read-only.
+
+        Its typed getters name ``path:line`` when a value is bad.
+        """
         return self._job.app_config
 
     def stream(self, system_stream: SystemStream) -> StreamConfig:
-        """The settings of a stream (``systems.<system>.streams.<stream>.*``, the system's
-        defaults filled in), e.g. ``context.stream(out).partitions``."""
+        """The settings of a stream (``systems.<system>.streams.<stream>.*``).
+
+        The system's defaults are filled in, e.g. ``context.stream(out).partitions``.
+        """
         return self._job.stream(system_stream)
 
     @property
@@ -80,9 +86,10 @@ class StoreContext:
         return self._metrics
 
     def get_versioned_store(self, name: str, *, namespace: bytes = b"") -> VersionedStore:
-        """Store ``name`` as a versioned table (:class:`~samzapy.stores.versioned.VersionedStore`)
-        keeping ``stores.<name>.versioned.history.ms`` of history; the store holds bytes
-        (no serdes), so other operators may share it under other namespaces.
+        """Store ``name`` as a versioned table (:class:`~samzapy.stores.versioned.VersionedStore`).
+
+        It keeps ``stores.<name>.versioned.history.ms`` of history. The store holds bytes (no
+        serdes), so other operators may share it under other namespaces.
 
         Raises:
             ConfigError: the store is not configured, or has no ``versioned.history.ms``.

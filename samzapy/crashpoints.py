@@ -59,8 +59,10 @@ PAUSED_LINE = "samzapy: paused at {name} (SAMZAPY_PAUSE_AT); send SIGCONT to res
 
 
 def crash_point(name: str) -> None:
-    """SIGKILL this process if ``SAMZAPY_CRASH_AT`` names ``name`` and its count is reached
-    (sleep first if ``SAMZAPY_SLOW_AT`` names it)."""
+    """SIGKILL this process if ``SAMZAPY_CRASH_AT`` names ``name`` and its count is reached.
+
+    Sleep first if ``SAMZAPY_SLOW_AT`` names it.
+    """
     if name == _slow_name:
         time.sleep(float(_slow_s or 1))
     if name != _name:
@@ -71,8 +73,10 @@ def crash_point(name: str) -> None:
 
 
 def pause_point(name: str) -> None:
-    """SIGSTOP this process if ``SAMZAPY_PAUSE_AT`` names ``name`` and this is the n-th time
-    it is reached (once: later passes go on)."""
+    """SIGSTOP this process if ``SAMZAPY_PAUSE_AT`` names ``name`` at its n-th pass.
+
+    Once: later passes go on.
+    """
     if name != _pause_name:
         return
     _pause_hits[name] = _pause_hits.get(name, 0) + 1

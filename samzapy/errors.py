@@ -42,9 +42,10 @@ class BrokerError(SamzapyError):
 
 
 class StorageFailure(StoreError):
-    """A store's engine failed underneath the task: an IO error, corruption, a full or
-    read-only disk. It is never a message error: no skip or dead-letter policy swallows it;
-    the task stops and nothing after the last commit is committed.
+    """A store's engine failed underneath the task: an IO error, corruption, a full or read-only disk.
+
+    It is never a message error: no skip or dead-letter policy swallows it; the task stops and
+    nothing after the last commit is committed.
 
     Attributes:
         store: the store's name, when known.
@@ -58,6 +59,8 @@ class StorageFailure(StoreError):
 
 
 class BadArgumentError(SamzapyError):
-    """An argument names something that does not exist or does not parse (a store, a
-    partition, an offset, a key): the request is wrong, not the system. Commands exit 2 on it,
-    as on a :class:`ConfigError`; on every other :class:`SamzapyError` they exit 1."""
+    """An argument names something that does not exist or does not parse.
+
+    A store, a partition, an offset, a key: the request is wrong, not the system. Commands exit
+    2 on it, as on a :class:`ConfigError`; on every other :class:`SamzapyError` they exit 1.
+    """

@@ -58,8 +58,11 @@ def pageviews(spec: PageViewSpec) -> Iterator[tuple[bytes, dict[str, Any]]]:
 def profiles(
     count: int, users: int, seed: int = 42, start_ms: int = DEFAULT_START_MS, delete_fraction: float = 0.0
 ) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
-    """Yield ``count`` profile updates keyed by user id: {"user_id", "name", "zip", "updated_at"};
-    a ``delete_fraction`` of them are deletions (value ``None``, a tombstone)."""
+    """Yield ``count`` profile updates keyed by user id.
+
+    Each is {"user_id", "name", "zip", "updated_at"}; a ``delete_fraction`` of them are
+    deletions (value ``None``, a tombstone).
+    """
     rng = random.Random(seed)
     for i in range(count):
         user = f"user-{rng.randrange(users)}"
@@ -80,8 +83,11 @@ def profiles(
 def settings(
     count: int, users: int, seed: int = 43, start_ms: int = DEFAULT_START_MS, delete_fraction: float = 0.0
 ) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
-    """Yield ``count`` settings updates keyed by user id: {"user_id", "language", "notifications",
-    "updated_at"}; a ``delete_fraction`` of them are deletions."""
+    """Yield ``count`` settings updates keyed by user id.
+
+    Each is {"user_id", "language", "notifications", "updated_at"}; a ``delete_fraction`` of
+    them are deletions.
+    """
     rng = random.Random(seed)
     for i in range(count):
         user = f"user-{rng.randrange(users)}"
@@ -157,8 +163,11 @@ def produce_json(
     partitions: int,
     records: Iterable[tuple[bytes, dict[str, Any] | None]],
 ) -> int:
-    """Create ``topic`` with ``partitions`` if missing and produce the records as JSON,
-    partitioned by key as Kafka's default partitioner does. Returns how many were sent."""
+    """Create ``topic`` with ``partitions`` if missing and produce the records as JSON.
+
+    Records are partitioned by key as Kafka's default partitioner does. Returns how many were
+    sent.
+    """
     from samzapy.kafka.admin import TopicAdmin
     from samzapy.kafka.producer import Producer
 
@@ -177,9 +186,11 @@ def produce_json(
 
 
 def produce_end_of_stream(bootstrap_servers: str, topic: str) -> int:
-    """Append an ``end-of-stream`` control record (see :mod:`samzapy.operators.event_time`) to every
-    partition of ``topic``: event-time jobs then close their last windows and expire their
-    last join entries. Returns the number of partitions."""
+    """Append an ``end-of-stream`` control record to every partition of ``topic``.
+
+    See :mod:`samzapy.operators.event_time`: event-time jobs then close their last windows and
+    expire their last join entries. Returns the number of partitions.
+    """
     from samzapy.kafka.admin import TopicAdmin
     from samzapy.kafka.producer import Producer
     from samzapy.operators.event_time import end_of_stream_record

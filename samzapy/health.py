@@ -76,9 +76,11 @@ class ContainerStatus:
         self._all(FAILED)
 
     def standby(self, tasks: Iterable[str], status: str, error: str | None = None) -> None:
-        """The standby replicas of ``tasks`` are ``running`` or ``failed`` (with ``error``). A
-        failed standby leaves the container healthy (its own tasks go on) but shows in
-        ``/health``: a failover of those tasks would restore from the changelog."""
+        """The standby replicas of ``tasks`` are ``running`` or ``failed`` (with ``error``).
+
+        A failed standby leaves the container healthy (its own tasks go on) but shows in
+        ``/health``: a failover of those tasks would restore from the changelog.
+        """
         with self._lock:
             tasks = list(tasks)
             if self._standby is None or self._standby["status"] != status:
@@ -88,8 +90,10 @@ class ContainerStatus:
             self._standby = {"status": status, "tasks": tasks, "error": error}
 
     def task_state(self, task: str, status: str) -> None:
-        """Group mode: one task's status changed (``restoring``, ``running``); a task that
-        left this member is removed with :meth:`task_gone`."""
+        """Group mode: one task's status changed (``restoring``, ``running``).
+
+        A task that left this member is removed with :meth:`task_gone`.
+        """
         with self._lock:
             if self._tasks.get(task) != status:
                 self._event(f"{task}: {'assigned, restoring' if status == RESTORING else status}")
@@ -110,8 +114,7 @@ class ContainerStatus:
             self._membership = info
 
     def broker_unreachable(self, since: float | None) -> None:
-        """The broker has been unreachable since ``since`` (epoch seconds); ``None``: it
-        answers again."""
+        """The broker has been unreachable since ``since`` (epoch seconds); ``None``: it answers again."""
         with self._lock:
             if (since is None) != (self._broker_down_since is None):
                 self._event("broker unreachable" if since is not None else "broker reachable again")
@@ -156,10 +159,13 @@ class ContainerStatus:
         return self.status == RUNNING
 
     def snapshot(self) -> dict[str, Any]:
-        """``{status, since (epoch s), tasks: {task: status}, error}``, ``standby: {status,
-        tasks, error}`` when the container keeps standby replicas, ``membership`` in group mode
-        (group, generation, rebalance state), and ``broker`` with
-        ``broker_unreachable_since`` while the broker is unreachable."""
+        """The status as a JSON-ready dict.
+
+        ``{status, since (epoch s), tasks: {task: status}, error}``,
+        ``standby: {status, tasks, error}`` when the container keeps standby replicas,
+        ``membership`` in group mode (group, generation, rebalance state), and ``broker`` with
+        ``broker_unreachable_since`` while the broker is unreachable.
+        """
         with self._lock:
             body = {
                 "status": self._status,

@@ -68,8 +68,9 @@ LATENCY_BUCKETS_S: tuple[float, ...] = (
 
 
 class Histogram:
-    """Counts of observed durations (seconds) per bucket, with their sum: Prometheus'
-    cumulative histogram is built from it at scrape time.
+    """Counts of observed durations (seconds) per bucket, with their sum.
+
+    Prometheus' cumulative histogram is built from it at scrape time.
 
     >>> h = Histogram((0.1, 1.0))
     >>> h.observe(0.05); h.observe(0.5, count=3); h.observe(7.0)
@@ -143,16 +144,21 @@ class MetricsGroup:
         return frozenset(list(self._gauges))
 
     def snapshot(self) -> dict[str, Any]:
-        """Current values of every counter and gauge of the group (histograms are read with
-        :meth:`histograms`: the ``-ns`` counters carry their totals in snapshots)."""
+        """Current values of every counter and gauge of the group.
+
+        Histograms are read with :meth:`histograms`: the ``-ns`` counters carry their totals in
+        snapshots.
+        """
         values: dict[str, Any] = {n: c.value for n, c in self._counters.items()}
         values.update({n: g.read() for n, g in self._gauges.items()})
         return values
 
 
 class MetricsRegistry:
-    """All metric groups of a container. Thread-safe to create groups; updates are not locked
-    (single writer per group)."""
+    """All metric groups of a container.
+
+    Thread-safe to create groups; updates are not locked (single writer per group).
+    """
 
     def __init__(self) -> None:
         self._groups: dict[str, MetricsGroup] = {}
@@ -172,8 +178,10 @@ class MetricsRegistry:
             self._groups.pop(name, None)
 
     def groups(self) -> list[MetricsGroup]:
-        """Every group of the registry, in creation order (a copy of the list: safe to iterate
-        while the container creates more)."""
+        """Every group of the registry, in creation order.
+
+        A copy of the list: safe to iterate while the container creates more.
+        """
         with self._lock:
             return list(self._groups.values())
 

@@ -28,12 +28,15 @@ ID_HEADER = "samzapy.id"
 
 
 def output_id(task_name: str, stream: str, input_offset: int | str, sequence: int) -> str:
-    """The id of the ``sequence``-th output (from 0) caused by the input at ``input_offset`` of
-    ``stream`` in task ``task_name``; what the container uses when an envelope sets no id.
+    """The id of the ``sequence``-th output (from 0) caused by an input.
+
+    The input is the one at ``input_offset`` of ``stream`` in task ``task_name``; the container
+    uses this id when an envelope sets none.
 
     Outputs of ``window()`` have no input: their ``stream`` is ``window`` and their "offset"
     the wall-clock time of the call, unique but not reproducible, so tasks that emit from
-    ``window()`` should set ids of their own (as the window operators do)."""
+    ``window()`` should set ids of their own (as the window operators do).
+    """
     return f"{task_name}:{stream}:{input_offset}:{sequence}"
 
 

@@ -1,5 +1,7 @@
-"""Progress of a long read: records, MB, rate and ETA — a bar on a terminal, plain lines
-otherwise (logs, CI, pipes)."""
+"""Progress of a long read.
+
+Records, MB, rate and ETA — a bar on a terminal, plain lines otherwise (logs, CI, pipes).
+"""
 
 from __future__ import annotations
 

@@ -27,8 +27,11 @@ JOBS = ("pageview-repartition", "pageview-counter")
 
 
 def example_config_dir() -> Path:
-    """The folder of the example job files: ``samzapy/example_configs`` in an installed wheel
-    (pyproject maps config/ there), else the checkout's ``config/`` (source or editable)."""
+    """The folder of the example job files.
+
+    ``samzapy/example_configs`` in an installed wheel (pyproject maps config/ there), else the
+    checkout's ``config/`` (source or editable).
+    """
     package = Path(__file__).resolve().parent
     packaged = package / "example_configs"
     return packaged if packaged.is_dir() else package.parent / "config"
@@ -87,8 +90,11 @@ class QuickstartSpec:
 
 
 def run_quickstart(options: QuickstartSpec, echo: Callable[[str], None] = print) -> None:
-    """Generate page views on a fresh embedded broker, run both jobs to the end of their input
-    and print (through ``echo``) the top users of each hour, checked against the data."""
+    """Generate page views, count them with both jobs, and print the top users of each hour.
+
+    The page views go to a fresh embedded broker; both jobs run to the end of their input; the
+    top users are printed through ``echo``, checked against the data.
+    """
     from samzapy.kafka import broker as dev_broker
 
     logging.getLogger("samzapy").setLevel(logging.WARNING)

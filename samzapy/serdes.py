@@ -1,4 +1,4 @@
-"""Serdes: objects <-> bytes for message keys, message values and store entries.
+r"""Serdes: objects <-> bytes for message keys, message values and store entries.
 
 A serde is any object with ``to_bytes(obj) -> bytes`` and ``from_bytes(data) -> Any``
 (the :class:`Serde` protocol), and optionally ``check(obj)``, a cheap test that ``obj`` can be
@@ -12,7 +12,7 @@ samzapy ships Samza's built-in ones under Samza's names
 and passes through the layers above untouched, as in Samza.
 
 >>> IntegerSerde().to_bytes(1)
-b'\\x00\\x00\\x00\\x01'
+b'\x00\x00\x00\x01'
 >>> JsonSerde().from_bytes(JsonSerde().to_bytes({"user": "ann", "n": 2}))
 {'user': 'ann', 'n': 2}
 """
@@ -167,10 +167,10 @@ class _FixedIntSerde:
 
 
 class IntegerSerde(_FixedIntSerde):
-    """A 4-byte big-endian signed integer (Samza's ``IntegerSerde``, Java's ``int``).
+    r"""A 4-byte big-endian signed integer (Samza's ``IntegerSerde``, Java's ``int``).
 
     >>> IntegerSerde().to_bytes(-2)
-    b'\\xff\\xff\\xff\\xfe'
+    b'\xff\xff\xff\xfe'
     """
 
     __slots__ = ()
@@ -179,9 +179,9 @@ class IntegerSerde(_FixedIntSerde):
 
 
 class LongSerde(_FixedIntSerde):
-    """An 8-byte big-endian signed integer (Samza's ``LongSerde``, Java's ``long``).
+    r"""An 8-byte big-endian signed integer (Samza's ``LongSerde``, Java's ``long``).
 
-    >>> LongSerde().from_bytes(b"\\x00" * 7 + b"\\x2a")
+    >>> LongSerde().from_bytes(b"\x00" * 7 + b"\x2a")
     42
     """
 
@@ -301,8 +301,10 @@ BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
 
 
 def build_serde(spec: SerdeSpec) -> Serde:
-    """Build the serde a ``serializers.registry.<name>.*`` entry describes (the user's own
-    serde class is called without arguments)."""
+    """Build the serde a ``serializers.registry.<name>.*`` entry describes.
+
+    The user's own serde class is called without arguments.
+    """
     if spec.custom:
         factory = spec.factory
         if factory is None:

@@ -1,7 +1,9 @@
-"""A store's keys and values as people see them: text they type to key bytes, stored bytes back
-to objects, JSON and text. One codec for every surface that shows state to people: the
-interactive queries (``/stores/...``), the command-line tools (``read-rocksdb-tool``,
-``state-storage-tool``) and state as data (``read_state``'s JSON columns).
+r"""A store's keys and values as people see them.
+
+Text they type to key bytes, stored bytes back to objects, JSON and text. One codec for every
+surface that shows state to people: the interactive queries (``/stores/...``), the command-line
+tools (``read-rocksdb-tool``, ``state-storage-tool``) and state as data (``read_state``'s JSON
+columns).
 
 Keys given as text, in one of :data:`KEY_FORMATS`:
 
@@ -25,7 +27,7 @@ b'*'
 {'n': 1}
 >>> parse_keys("integer", "1,-2")
 [1, -2]
->>> to_json({"key": b"\\x01", "value": None})
+>>> to_json({"key": b"\x01", "value": None})
 '{"key":{"$base64":"AQ=="},"value":null}'
 """
 
@@ -46,8 +48,10 @@ _INT_BITS = {"integer": 32, "long": 64}
 
 
 class KeyTextError(BadArgumentError):
-    """A key given as text is not a key of the store in the format it was given in (the
-    command lines exit 2 on it; queries answer 400)."""
+    """A key given as text is not a key of the store in the format it was given in.
+
+    The command lines exit 2 on it; queries answer 400.
+    """
 
 
 def _clip(text: str, limit: int = 200) -> str:
@@ -56,8 +60,9 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 def parse_key(fmt: str, text: str, where: str | None = None) -> Any:
-    """The key object ``text`` names in format ``fmt`` (bytes for ``hex``); ``where`` names
-    how it was given (``--integer-key``, ``format=json``) in the error.
+    """The key object ``text`` names in format ``fmt`` (bytes for ``hex``).
+
+    ``where`` names how it was given (``--integer-key``, ``format=json``) in the error.
 
     Raises:
         KeyTextError: ``text`` is not a key in that format.
@@ -112,17 +117,21 @@ def serde_kind(job: JobConfig, name: str | None) -> str | None:
 
 
 def default_format(job: JobConfig, store: StoreConfig) -> str:
-    """How a key text is read for ``store`` when no format is given: after its key serde's
-    kind (``string``, ``integer``, ``long``, ``json``), else ``hex``."""
+    """How a key text is read for ``store`` when no format is given.
+
+    After its key serde's kind (``string``, ``integer``, ``long``, ``json``), else ``hex``.
+    """
     kind = serde_kind(job, store.key_serde)
     return kind if kind in ("string", "integer", "long", "json") else "hex"
 
 
 @dataclass(frozen=True)
 class StoreCodec:
-    """A store's key and message serdes (``None``: raw bytes), for people: key text or objects
-    to stored key bytes, stored bytes to objects. ``store`` and ``key_serde_name`` name them in
-    errors."""
+    """A store's key and message serdes (``None``: raw bytes), for people.
+
+    Key text or objects to stored key bytes, stored bytes to objects. ``store`` and
+    ``key_serde_name`` name them in errors.
+    """
 
     store: str
     key_serde: Serde | None
@@ -143,8 +152,9 @@ class StoreCodec:
         return self.encode_key(fmt, key)
 
     def encode_key(self, fmt: str, key: Any) -> bytes:
-        """The stored bytes of the key object ``key`` (given as ``fmt``; ``hex`` keys are the
-        bytes already), serialised as a task's ``put`` would.
+        """The stored bytes of the key object ``key``, serialised as a task's ``put`` would.
+
+        ``key`` is given as ``fmt``; ``hex`` keys are the bytes already.
 
         Raises:
             KeyTextError: the key does not fit the store's key serde.
@@ -184,9 +194,12 @@ class Undecodable(bytes):
 
 
 def decode(serde: Serde | None, data: bytes, *, say_why: bool = True) -> Any:
-    """``data`` decoded with ``serde``: the bytes themselves without one or when it fails;
-    with ``say_why`` those are :class:`Undecodable` bytes saying why (``to_json`` shows it),
-    else plain bytes (state as data: its raw columns hold the bytes exactly)."""
+    """``data`` decoded with ``serde``.
+
+    The bytes themselves without one or when it fails; with ``say_why`` those are
+    :class:`Undecodable` bytes saying why (``to_json`` shows it), else plain bytes (state as
+    data: its raw columns hold the bytes exactly).
+    """
     if serde is None:
         return bytes(data)
     try:
@@ -211,21 +224,22 @@ def _json_default(obj: Any) -> Any:
 
 
 def to_json(obj: Any) -> str:
-    """Compact JSON of a decoded object; bytes become ``{"$base64": ...}`` (with
-    ``"$undecodable"``: why the serde could not read them), what JSON cannot hold
-    ``{"$repr": ...}``.
+    r"""Compact JSON of a decoded object.
 
-    >>> to_json({"a": b"\\x01"}), to_json("x"), to_json((1, 2))
+    Bytes become ``{"$base64": ...}`` (with ``"$undecodable"``: why the serde could not read
+    them), what JSON cannot hold ``{"$repr": ...}``.
+
+    >>> to_json({"a": b"\x01"}), to_json("x"), to_json((1, 2))
     ('{"a":{"$base64":"AQ=="}}', '"x"', '[1,2]')
     """
     return orjson.dumps(obj, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def render_text(obj: Any) -> str:
-    """A value for humans: JSON where possible; raw bytes as ``b'...'`` (with why, if undecodable).
+    r"""A value for humans: JSON where possible; raw bytes as ``b'...'`` (with why, if undecodable).
 
-    >>> render_text({"n": 1}), render_text(b"\\x01")
-    ('{"n":1}', "b'\\\\x01'")
+    >>> render_text({"n": 1}), render_text(b"\x01")
+    ('{"n":1}', "b'\\x01'")
     """
     if isinstance(obj, Undecodable):
         return f"<undecodable {bytes(obj)!r}: {obj.error}>"
@@ -238,10 +252,11 @@ def render_text(obj: Any) -> str:
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` with what JSON cannot hold made plain, as query answers show it: bytes as hex,
-    tuples as lists.
+    r"""``value`` with what JSON cannot hold made plain, as query answers show it.
 
-    >>> jsonable({"k": (1, b"\\x01")})
+    Bytes as hex, tuples as lists.
+
+    >>> jsonable({"k": (1, b"\x01")})
     {'k': [1, '01']}
     """
     if isinstance(value, bytes):

@@ -104,8 +104,10 @@ class MessageCollector(Protocol):
     """Where a task sends its outputs."""
 
     def send(self, envelope: OutgoingMessageEnvelope) -> None:
-        """Queue ``envelope`` for sending; it is acknowledged by the broker before the next
-        checkpoint is written."""
+        """Queue ``envelope`` for sending.
+
+        It is acknowledged by the broker before the next checkpoint is written.
+        """
 
 
 class TaskCoordinator(Protocol):
@@ -135,8 +137,10 @@ class TaskContext(Protocol):
 
     @property
     def config(self) -> AppConfig:
-        """The job's application keys (outside samzapy's reserved prefixes), read-only, with
-        typed getters: ``context.config.get_int("app.threshold", 10)``."""
+        """The job's application keys (outside samzapy's reserved prefixes), read-only.
+
+        With typed getters: ``context.config.get_int("app.threshold", 10)``.
+        """
 
     def stream(self, system_stream: SystemStream) -> StreamConfig:
         """The settings of a stream (``systems.<system>.streams.<stream>.*``)."""
@@ -150,8 +154,10 @@ class TaskContext(Protocol):
 
 
 class StreamTask(ABC):
-    """A task that processes one message at a time. Derive from it and implement
-    :meth:`process`."""
+    """A task that processes one message at a time.
+
+    Derive from it and implement :meth:`process`.
+    """
 
     @abstractmethod
     def process(
@@ -160,8 +166,11 @@ class StreamTask(ABC):
         collector: MessageCollector,
         coordinator: TaskCoordinator,
     ) -> None:
-        """Process one message. Raising stops the job (or dead-letters the message, as
-        configured) with the stream, partition and offset in the error."""
+        """Process one message.
+
+        Raising stops the job (or dead-letters the message, as configured) with the stream,
+        partition and offset in the error.
+        """
 
 
 class InitableTask(ABC):  # noqa: B024 - a marker with one optional hook, as in Samza
@@ -216,8 +225,10 @@ class AsyncStreamTask(StreamTask):
         collector: MessageCollector,
         coordinator: TaskCoordinator,
     ) -> None:
-        """Process one message; raising (or taking longer than ``task.callback.timeout.ms``)
-        fails the attempt."""
+        """Process one message.
+
+        Raising (or taking longer than ``task.callback.timeout.ms``) fails the attempt.
+        """
 
     def process(
         self,

@@ -51,9 +51,11 @@ def _frames(exc: BaseException) -> list[traceback.FrameSummary]:
 
 
 def user_traceback(exc: BaseException) -> str:
-    """The traceback of ``exc`` from the first frame outside samzapy's runtime, as Python prints
-    it (``Traceback ...`` / ``File ...`` lines / ``Type: message``); the whole traceback when the
-    error arose in samzapy itself."""
+    """The traceback of ``exc`` from the first frame outside samzapy's runtime.
+
+    As Python prints it (``Traceback ...`` / ``File ...`` lines / ``Type: message``); the whole
+    traceback when the error arose in samzapy itself.
+    """
     frames = _frames(exc) or traceback.extract_tb(exc.__traceback__)
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
     lines += traceback.format_exception_only(type(exc), exc)
@@ -79,9 +81,11 @@ def user_line(exc: BaseException) -> str:
 
 
 def log_user_traceback(logger: logging.Logger, what: str, exc: BaseException) -> None:
-    """Log ``what`` and the user's traceback of ``exc`` at ERROR: on the console only with ``-v``
-    (the command line's one ``Error:`` line carries the cause and :func:`user_line`), always in
-    ``--log-file``."""
+    """Log ``what`` and the user's traceback of ``exc`` at ERROR.
+
+    On the console only with ``-v`` (the command line's one ``Error:`` line carries the cause
+    and :func:`user_line`), always in ``--log-file``.
+    """
     logger.error("%s:\n%s", what, user_traceback(exc), extra={VERBOSE_ONLY: True})
 
 
@@ -97,8 +101,10 @@ def failure_text(what: str, exc: BaseException) -> str:
 
 
 def user_failure(task_name: str, what: str, exc: BaseException) -> TaskError:
-    """The :class:`TaskError` for user code that raised outside a message (``init()``,
-    ``window()``): names the task, the exception and the user's line; logs the user's traceback."""
+    """The :class:`TaskError` for user code that raised outside a message (``init()``, ``window()``).
+
+    Names the task, the exception and the user's line; logs the user's traceback.
+    """
     text = f"task {task_name}: {failure_text(what, exc)}"
     log_user_traceback(_log, text, exc)
     return TaskError(f"{text}. Fix the task (run with -v for the traceback)")

@@ -1,5 +1,7 @@
-"""What both tools share: the job's configuration, store selection, the tools' errors and the
-way a changelog is read by a tool (read-only unless asked, with progress).
+"""What both tools share.
+
+The job's configuration, store selection, the tools' errors and the way a changelog is read by a
+tool (read-only unless asked, with progress).
 
 The tools reuse the job's own code: configuration through :mod:`samzapy.config`, serdes
 through :class:`samzapy.serdes.SerdeResolver`, stores through
@@ -64,8 +66,7 @@ def load_job(config_path: str, overrides: Sequence[str] = ()) -> JobSetup:
 
 
 def select_stores(setup: JobSetup, names: Sequence[str], *, logged_only: bool = False) -> list[StoreConfig]:
-    """The stores named ``names`` (all stores when empty; only logged RocksDB ones with
-    ``logged_only``).
+    """The stores named ``names`` (all stores when empty; only logged RocksDB ones with ``logged_only``).
 
     Raises:
         BadInputError: a name is not a store of the config, or (``logged_only``) a named store

@@ -1,8 +1,8 @@
-"""``read-rocksdb-tool``: read a job's RocksDB store — while the job runs, if need be.
+r"""``read-rocksdb-tool``: read a job's RocksDB store — while the job runs, if need be.
 
 Samza's ``read-rocksdb-tool.sh`` flags work as they are::
 
-    read-rocksdb-tool inspect --config-path=file:///path/to/job.properties \\
+    read-rocksdb-tool inspect --config-path=file:///path/to/job.properties \
         --db-path=/tmp/state/test-state/Partition_0 --db-name=test-state --string-key=a,b,c
 
 and more: ``--json-key``/``--hex-key``, ``--format json``, ``scan``, ``count`` and ``stats``,
@@ -235,9 +235,11 @@ def count(
 def stats(
     config_path: str, db_path: Path, db_name: str | None, partition: int | None, quiet: bool, fmt: str
 ) -> None:
-    """Print, per partition: keys (RocksDB's estimate), size on disk, SST files, memtable size,
-    the changelog offset the store reflects (its newest local checkpoint) and whether a live
-    process has it open."""
+    """Print the statistics of each partition's database.
+
+    Keys (RocksDB's estimate), size on disk, SST files, memtable size, the changelog offset the
+    store reflects (its newest local checkpoint) and whether a live process has it open.
+    """
     with _open(config_path, db_path, db_name, partition, quiet) as reader:
         found = reader.stats()
     for item in found:

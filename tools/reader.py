@@ -1,7 +1,9 @@
-"""``read-rocksdb-tool``'s reading: a store's databases on disk — a live job's included —
-read without taking its lock, merged across partitions in key order, keys and values shown
-with the store's serdes. The databases are found and opened by :mod:`samzapy.ondisk.secondary`
-(secondary instances; damage checked by :mod:`samzapy.ondisk.damage`).
+"""``read-rocksdb-tool``'s reading: a store's databases on disk, a live job's included.
+
+They are read without taking their lock, merged across partitions in key order, keys and values
+shown with the store's serdes. The databases are found and opened by
+:mod:`samzapy.ondisk.secondary` (secondary instances; damage checked by
+:mod:`samzapy.ondisk.damage`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from samzapy.tools.common import BadInputError, JobSetup
 def _tagged(
     db: SecondaryDb, from_key: bytes | None, to_key: bytes | None, prefix: bytes | None
 ) -> Iterator[tuple[bytes, int | None, bytes]]:
-    """``db``'s entries as (key, partition, value): a function, so that each stream keeps its
-    own database (a generator expression in a loop would read the loop variable late, and
-    label every entry with the last partition)."""
+    """``db``'s entries as (key, partition, value).
+
+    A function, so that each stream keeps its own database (a generator expression in a loop
+    would read the loop variable late, and label every entry with the last partition).
+    """
     partition = db.partition
     for key, value in db.entries(from_key, to_key, prefix):
         yield key, partition, value
@@ -177,8 +181,10 @@ class RocksDbKeyValueReader:
         limit: int | None = None,
         kind: str = "",
     ) -> Iterator[tuple[Any, Any]]:
-        """(key, value) objects in serialised-key order; bounds are key objects (``kind="hex"``:
-        bytes). ``from_key`` inclusive, ``to_key`` exclusive, ``prefix`` on the serialised bytes."""
+        """(key, value) objects in serialised-key order; bounds are key objects (``kind="hex"``: bytes).
+
+        ``from_key`` inclusive, ``to_key`` exclusive, ``prefix`` on the serialised bytes.
+        """
         for _, key, value in self.entries(from_key, to_key, prefix, limit, kind):
             yield key, value
 

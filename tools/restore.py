@@ -1,5 +1,6 @@
-"""``state-storage-tool restore``: rebuild a job's logged stores from their changelogs into a
-directory, in the job's own layout, so that a job started on it replays only the tail.
+"""``state-storage-tool restore``: rebuild a job's logged stores from their changelogs.
+
+Into a directory, in the job's own layout, so that a job started on it replays only the tail.
 
 Each store partition is built with :func:`samzapy.stores.factory.build_store` under
 ``<path>/<store>/Partition_<N>`` and restored with the job's own

@@ -153,8 +153,11 @@ def verify(
     max_examples: int,
     fmt: str,
 ) -> None:
-    """Compare the stores in PATH with their changelogs (last value per key up to the offset
-    each store records) and report keys missing, extra or different. Exits 1 on any difference."""
+    """Compare the stores in PATH with their changelogs.
+
+    The last value per key up to the offset each store records; reports keys missing, extra or
+    different. Exits 1 on any difference.
+    """
     report = verify_stores(
         load_job(config_path), path, stores=stores, partitions=partitions, max_examples=max_examples
     )
