@@ -17,6 +17,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -39,6 +40,9 @@ from samzapy.pipeline.graph import (
 )
 from samzapy.pipeline.specs import Aggregation, SerdeName, WindowSpec, json, serde_name, string, tumbling
 from samzapy.pipeline.tables import GlobalTable, Table
+
+#: What a job, stage or topic name may hold (Kafka's topic characters).
+_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 __all__ = [
     "App",
@@ -73,8 +77,11 @@ class App:
         config: dict[str, Any] | None = None,
         partitions: int | None = None,
     ) -> None:
-        if not name or not isinstance(name, str):
-            msg = f"App needs a name (the job name), got {name!r}"
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            msg = (
+                f"{_caller()}: App needs a name (the job name, part of its topics' names): letters, "
+                f"digits, '.', '_' and '-', got {name!r}"
+            )
             raise PipelineError(msg)
         self.name = name
         self.broker = broker
@@ -85,6 +92,10 @@ class App:
         self._plan: Any = None
 
     def _add(self, kind: str, parents: Iterable[Node], where: Where, **fields: Any) -> Node:
+        name = fields.get("name")
+        if name is not None and (not isinstance(name, str) or not _NAME.fullmatch(name)):
+            msg = f"{where}: name= names stores and topics: letters, digits, '.', '_' and '-', got {name!r}"
+            raise PipelineError(msg)
         node = Node(len(self.nodes), kind, tuple(parents), where, **fields)
         self.nodes.append(node)
         self._plan = None

@@ -133,3 +133,11 @@ def test_writing_window_results_with_a_serde_that_cannot_carry_them_is_refused_a
         in str(raised.value)
     )
     counts.map(lambda w: w["value"]).to("counts", value=samzapy.long)  # mapped to ints: fine
+
+
+def test_names_that_cannot_name_topics_are_refused_at_the_users_line() -> None:
+    with pytest.raises(PipelineError, match=r"test_pipeline_api.py:\d+: App needs a name .* got 'my job'"):
+        samzapy.App("my job")
+    app = samzapy.App("ok")
+    with pytest.raises(PipelineError, match=r"test_pipeline_api.py:\d+: name= names stores and topics"):
+        app.stream("in").window(name="per hour")
