@@ -24,13 +24,15 @@ import json
 import logging
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, TypeVar
 
 from samzapy import stopping
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
 from samzapy.config import JobConfig
+from samzapy.config.model import StoreConfig
 from samzapy.container.assignment import standby_tasks_of, tasks_of
 from samzapy.container.async_runner import AsyncRunner
 from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
@@ -58,6 +60,7 @@ from samzapy.container.task_followers import (
     HeadFlushFollower,
     InputsFollower,
     StandbyFollower,
+    Standbys,
     StatusFollower,
 )
 from samzapy.container.task_instance import TaskInstance
@@ -82,6 +85,8 @@ from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 from samzapy.task import AsyncStreamTask
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: One attempt of a commit's producer flush; an unacknowledged flush is retried while the
 #: broker is unreachable (samzapy.kafka.outage), so a stop request is noticed between attempts.
@@ -213,7 +218,7 @@ class Container:
         return MessageFailure(f"{failure}; {outcome}.{fix}", failure.safe_to_commit)
 
     def _install_signal_handlers(self) -> None:
-        def handle(signum: int, _frame: Any) -> None:
+        def handle(signum: int, _frame: FrameType | None) -> None:
             self._signals += 1
             if self._signals > 1:
                 log.error("second %s: exiting at once, without a final commit", signal.Signals(signum).name)
@@ -251,8 +256,10 @@ class Container:
         )
         manager = self.task_manager = TaskManager(
             _Factory(self),
-            lambda tasks, final: self._commit_step(tasks, final=final),
-            lambda: self._broker.call(self._fence.lost, "read the checkpoint topic (fencing check)"),
+            lambda tasks, final: _started(self._commit_step)(tasks, final=final),
+            lambda: _started(self._broker).call(
+                _started(self._fence).lost, "read the checkpoint topic (fencing check)"
+            ),
             background=grouped,
         )
         # before any restore, so that queries answer "restoring" from the start
@@ -291,7 +298,7 @@ class Container:
                 input_counts,
                 task_count,
                 claim=self._claim_more,
-                release=self._fence.release,
+                release=_started(self._fence).release,
                 status=self.status,
                 metrics=self.metrics,
                 query_url=self.query_url,
@@ -318,32 +325,35 @@ class Container:
         checkpoints found and those to restore from: a claim race lost to another container
         is claimed again from the winner's checkpoint (``samzapy.container.fencing``)."""
         job = self.job
-        self._admin.ensure_topic(
+        producer = _started(self._producer)
+        _started(self._admin).ensure_topic(
             job.checkpoint_topic, 1, compact=True, replication_factor=job.replication_factor
         )
         checkpoints = read_checkpoints(consumer_servers, job.checkpoint_topic)
-        self._checkpoint_writer = CheckpointWriter(self._producer, job.checkpoint_topic)
-        self._fence = Fence(consumer_servers, job.checkpoint_topic)
+        self._checkpoint_writer = CheckpointWriter(producer, job.checkpoint_topic)
+        fence = self._fence = Fence(consumer_servers, job.checkpoint_topic)
         found = dict(checkpoints)
         checkpoints.update(
-            self._fence.claim([task_name_for(p) for p in mine], checkpoints, self._checkpoint_writer)
+            fence.claim([task_name_for(p) for p in mine], checkpoints, self._checkpoint_writer)
         )
         if job.coordinator != "group":  # a zombie stops at its first send after a takeover (issue 28)
-            self._producer.guard(SendGate(self._fence, min(SEND_LEASE_S, job.commit_ms / 1000)).start())
+            producer.guard(SendGate(fence, min(SEND_LEASE_S, job.commit_ms / 1000)).start())
         return found, checkpoints
 
     def _claim_more(self, task_names: list[str]) -> dict[str, TaskCheckpoint]:
         """Group mode: take these tasks over at runtime (a new ownership generation each,
         acknowledged); their claim records, which name the offsets to restore to."""
-        current = self._fence.current()
-        return self._fence.claim(task_names, current, self._checkpoint_writer)
+        fence = _started(self._fence)
+        return fence.claim(task_names, fence.current(), self._checkpoint_writer)
 
     def _builder(self, consumer_servers: str, serdes: SerdeResolver) -> TaskBuilder:
-        producer, fence = self._producer, self._fence
+        producer, fence = _started(self._producer), _started(self._fence)
 
-        def changelog_for(store_config: Any, partition: int) -> KafkaChangelog:
+        def changelog_for(store_config: StoreConfig, partition: int) -> KafkaChangelog:
+            changelog = store_config.changelog
+            assert changelog is not None  # the task builder asks for logged stores alone
             return KafkaChangelog(
-                store_config.changelog.stream,
+                changelog.stream,
                 partition,
                 producer,
                 consumer_servers,
@@ -396,7 +406,7 @@ class Container:
             self._producer,
             self._checkpoint_writer,
             self._local_checkpoints,
-            self._fence.checkpoint,
+            _started(self._fence).checkpoint,
             self.metrics,
             drain=None if self._async is None else self._async.drain,
             flush=self._flush,
@@ -404,7 +414,7 @@ class Container:
         )
         self._last_checkpoints = self._commit_step.last_written  # the query service reads it
 
-    def _standby_starter(self, servers: str, task_count: int) -> Any:
+    def _standby_starter(self, servers: str, task_count: int) -> Callable[[list[int]], Standbys | None]:
         """How the standby replicas start: passthrough mode names its own standbys (and logs
         them); group mode's come with the assignment."""
         job = self.job
@@ -475,8 +485,9 @@ class Container:
         if self.task_manager is not None:
             self._final_tasks = list(self.task_manager.running())  # for the summary line
             _try(self.task_manager.close, "closing the tasks")  # and the standbys
-        if self._snapshots is not None:  # the final commit's uploads, unless stopped on a failure
-            _try(lambda: self._snapshots.close(0 if self._aborted else 30), "finishing snapshot uploads")
+        snapshots = self._snapshots
+        if snapshots is not None:  # the final commit's uploads, unless stopped on a failure
+            _try(lambda: snapshots.close(0 if self._aborted else 30), "finishing snapshot uploads")
         if self._async is not None:
             self._async.close()
         if self._side_inputs is not None:
@@ -497,11 +508,12 @@ class Container:
 
     def _flush(self, what: str) -> None:
         """Flush the producer, waiting out an unreachable broker (samzapy.kafka.outage)."""
-        self._broker.call(lambda: self._producer.flush(FLUSH_ATTEMPT_S), what)
+        producer = _started(self._producer)
+        _started(self._broker).call(lambda: producer.flush(FLUSH_ATTEMPT_S), what)
 
     def _close_producer(self) -> None:
         try:
-            self._producer.close(ABORT_CLOSE_S if self._aborted else None)
+            _started(self._producer).close(ABORT_CLOSE_S if self._aborted else None)
         except FlushTimeout as unacknowledged:
             log.warning("%s: they are not committed; the next run writes them again", unacknowledged)
 
@@ -545,7 +557,7 @@ class _Factory:
 class _StopWhenFencedOut:
     """Passthrough mode: stops the container when fencing took its last task."""
 
-    def __init__(self, manager: TaskManager, stop: Any) -> None:
+    def __init__(self, manager: TaskManager, stop: Callable[[], None]) -> None:
         self._manager = manager
         self._stop = stop
 
@@ -565,9 +577,15 @@ def _input_ssps(input_counts: dict[SystemStream, int], partition: int) -> list[S
     ]
 
 
-def _try(close: Any, what: str) -> None:
+def _try(close: Callable[[], object], what: str) -> None:
     """Run ``close``; log (not raise) a failure, so that shutdown goes on with the rest."""
     try:
         close()
     except Exception:
         log.exception("%s failed", what)
+
+
+def _started(part: T | None) -> T:
+    """``part`` of the container, which :meth:`Container._start` built before anything uses it."""
+    assert part is not None, "the container has not started"
+    return part
