@@ -4,13 +4,16 @@ topics, and where each input partition starts (``run_loop.Container._start`` run
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import JobConfig
 from samzapy.container.inputs import InputPartition, Inputs
+from samzapy.container.task_instance import TaskInstance
 from samzapy.errors import KafkaSystemError
+from samzapy.kafka.admin import TopicAdmin
+from samzapy.kafka.consumer import Consumer
 from samzapy.kafka.offsets import beginning_offsets
+from samzapy.kafka.producer import Producer
 from samzapy.kafka.reading import reader_consumer, true_end_offsets
 from samzapy.kafka.settings import client_settings
 from samzapy.records import TopicPartition
@@ -19,7 +22,7 @@ from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
 log = logging.getLogger(__name__)
 
 
-def input_partition_counts(admin: Any, job: JobConfig) -> tuple[int, dict[SystemStream, int]]:
+def input_partition_counts(admin: TopicAdmin, job: JobConfig) -> tuple[int, dict[SystemStream, int]]:
     """The task count (the most partitions of any input) and each input's partition count.
 
     Intermediate inputs (``samza.intermediate``: the job writes them itself) are created
@@ -53,7 +56,7 @@ def input_partition_counts(admin: Any, job: JobConfig) -> tuple[int, dict[System
 
 
 def _ensure_intermediate(
-    admin: Any, job: JobConfig, stream: SystemStream, task_count: int, counts: dict[SystemStream, int]
+    admin: TopicAdmin, job: JobConfig, stream: SystemStream, task_count: int, counts: dict[SystemStream, int]
 ) -> None:
     if stream not in counts:
         counts[stream] = admin.ensure_topic(
@@ -69,7 +72,7 @@ def _ensure_intermediate(
         raise KafkaSystemError(msg)
 
 
-def prepare_changelogs(admin: Any, producer: Any, job: JobConfig, task_count: int) -> None:
+def prepare_changelogs(admin: TopicAdmin, producer: Producer, job: JobConfig, task_count: int) -> None:
     """Create every store's changelog topic when missing (compacted, one partition per task)
     and learn its metadata; warn about stores that have none."""
     for store in job.stores.values():
@@ -91,7 +94,7 @@ def prepare_changelogs(admin: Any, producer: Any, job: JobConfig, task_count: in
 def open_inputs(
     job: JobConfig,
     servers: str,
-    tasks: list[Any],
+    tasks: list[TaskInstance],
     input_counts: dict[SystemStream, int],
     checkpoints: dict[str, TaskCheckpoint],
 ) -> Inputs:
@@ -103,8 +106,8 @@ def open_inputs(
 
 def input_partitions(
     job: JobConfig,
-    consumer: Any,
-    tasks: list[Any],
+    consumer: Consumer,
+    tasks: list[TaskInstance],
     input_counts: dict[SystemStream, int],
     checkpoints: dict[str, TaskCheckpoint],
 ) -> list[InputPartition]:
@@ -147,7 +150,11 @@ def input_partitions(
 
 
 def log_start(
-    job: JobConfig, container_id: int, mine: list[int], counts: dict[SystemStream, int], checkpoints: dict
+    job: JobConfig,
+    container_id: int,
+    mine: list[int],
+    counts: dict[SystemStream, int],
+    checkpoints: dict[str, TaskCheckpoint],
 ) -> None:
     """One line: the job, this container, its tasks, inputs, stores and checkpoints found."""
     log.info(
