@@ -235,19 +235,31 @@ class Stream:
         return self._then("flat_map", where, args={"fn": fn})
 
     def key_by(
-        self, fn: Callable[[Any], Any], *, name: str | None = None, key: SerdeName | str = string
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        name: str | None = None,
+        key: SerdeName | str = string,
+        idle_timeout: int = 0,
     ) -> Stream:
         """Re-key each record by ``fn(value)``. The records move to the task of their new key
         through an intermediate topic (``<job>-<name>``) that the same job reads, so windows
         and joins after it see all of a key's records. ``name`` names the topic and the stage's
-        store; give one to keep them when the pipeline changes."""
+        store; give one to keep them when the pipeline changes.
+
+        ``idle_timeout=ms``: a task that has read nothing for that long (processing time) says
+        so downstream, so that windows close without it until its next record (the
+        repartition task's ``window.idle.timeout.ms``)."""
         where = _caller()
         _check_fn(fn, "key_by", where)
+        if not isinstance(idle_timeout, int) or idle_timeout < 0:
+            msg = f"{where}: key_by(idle_timeout=...) must be ms >= 0, got {idle_timeout!r}"
+            raise PipelineError(msg)
         return self._then(
             "key_by",
             where,
             name=name,
-            args={"fn": fn},
+            args={"fn": fn, "idle_timeout": idle_timeout},
             keyed=True,
             partitions=None,
             key_serde=serde_name(key, "key"),

@@ -12,6 +12,7 @@ from samzapy.operators import (
 )
 from samzapy.operators.event_time import (
     END_OF_STREAM,
+    IDLE,
     WATERMARK,
     Lineage,
     SequenceDedup,
@@ -43,12 +44,17 @@ class KeyBySend(Clock):
         self.progress = Watermark(store, namespace=b"rp")
         self.announced = MIN_MS
         self.before_progress = MIN_MS
+        self.idle_after_s = node.args.get("idle_timeout", 0) / 1000
+        self.last_input = self.task.clock()
+        self.said_idle = False
 
     def before(self, root: Any, source: str, ts: int, lineage: Lineage | None) -> None:
         """Every record read moves the progress (filtered ones too); the records sent carry
         the progress before it."""
         self.before_progress = self.progress.current
         self.progress.advance_to(ts)
+        self.last_input = self.task.clock()
+        self.said_idle = False
 
     def sources(self, roots: list[Any]) -> list[str]:
         """Not an EventTime: one progress for the task."""
@@ -56,6 +62,8 @@ class KeyBySend(Clock):
 
     def control(self, root: Any, kind: bytes, source: str, watermark: int) -> None:
         """Forward a watermark or end-of-stream."""
+        self.last_input = self.task.clock()
+        self.said_idle = False
         if self.progress.advance_to(watermark) or kind == END_OF_STREAM:
             self._announce(END_OF_STREAM if kind == END_OF_STREAM else WATERMARK)
 
@@ -83,6 +91,10 @@ class KeyBySend(Clock):
         """Broadcast the progress when it moved."""
         if self.progress.current > self.announced:
             self._announce(WATERMARK)
+        idle_for = self.task.clock() - self.last_input
+        if self.idle_after_s > 0 and not self.said_idle and idle_for >= self.idle_after_s:
+            self._announce(IDLE)  # decided here, in the intermediate topic: a replay takes it as is
+            self.said_idle = True
 
     def _announce(self, kind: bytes) -> None:
         progress = self.progress.current

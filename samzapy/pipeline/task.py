@@ -8,6 +8,8 @@ writes; the container, the harness and the Spark replay build this task like any
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from samzapy.operators.event_time import control_of
@@ -57,6 +59,8 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
 
     #: Set by :class:`samzapy.pipeline.testing.PipelineHarness` to skip loading ``pipeline.app``.
     plan: Plan | None = None
+    #: Processing time in seconds (a key_by's idle timeout); the harness gives its wall clock.
+    clock: Callable[[], float] = staticmethod(time.monotonic)
 
     def init(self, context: Any) -> None:
         """Load the plan, build the stages over the task's stores, wire roots and clocks."""

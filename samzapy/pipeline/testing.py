@@ -51,7 +51,10 @@ class PipelineHarness:
         extra[TASKS_KEY] = partitions
         self.config = Config(entries).with_overrides({**extra, **(config or {})})
         self.broker = MemoryBroker(default_partitions=partitions)
-        task_class = type(f"PipelineTask_{app.name}", (PipelineTask,), {"plan": self.plan})
+        #: The harness's wall clock in ms (what the tasks' harnesses start from too).
+        self.wall_clock_ms = 0
+        clock = staticmethod(lambda: self.wall_clock_ms / 1000)
+        task_class = type(f"PipelineTask_{app.name}", (PipelineTask,), {"plan": self.plan, "clock": clock})
         self.tasks = [
             TaskHarness(task_class, self.config, partition=p, broker=self.broker, loopback=True)
             for p in range(partitions)
@@ -129,6 +132,14 @@ class PipelineHarness:
         for h in self.tasks:
             if h.state == "running":
                 h.window()
+        self.run()
+
+    def advance_wall_clock(self, ms: int) -> None:
+        """Move every task's wall clock on by ``ms`` (each task's ``window()`` and commit
+        follow when due, as in :meth:`TaskHarness.advance_wall_clock`), then run."""
+        self.wall_clock_ms += ms
+        for h in self.tasks:
+            h.advance_wall_clock(ms)
         self.run()
 
     def commit(self) -> None:

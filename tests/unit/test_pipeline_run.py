@@ -168,3 +168,22 @@ def test_an_exception_in_a_user_function_names_the_stage_and_the_functions_line(
     notes = "\n".join(raised.value.__notes__)
     assert "in the pipeline's map() at test_pipeline_run.py:" in notes
     assert "(defined at test_pipeline_run.py:" in notes
+
+
+def test_an_idle_upstream_task_stops_holding_windows_back_after_its_idle_timeout() -> None:
+    app = samzapy.App("idle")
+    (
+        app.stream("views", timestamp="ts")
+        .key_by(lambda v: v["user"], idle_timeout=60_000)
+        .window(samzapy.tumbling(minutes=1))
+        .to("counts")
+    )
+    with PipelineHarness(app, partitions=2) as h:
+        for t in (0, 30_000, 130_000):  # every view read by task 0: task 1 has no input
+            h.send("views", "/page", {"user": "ann", "ts": t}, partition=0)
+        h.window()
+        assert h.outputs("counts") == []  # task 1's progress holds the watermark back
+        h.advance_wall_clock(59_000)
+        assert h.outputs("counts") == []  # not idle yet
+        h.advance_wall_clock(1_000)  # task 1 says it is idle: task 0's progress closes [0, 1 min)
+        assert [(v["start"], v["value"]) for _, v in h.outputs("counts")] == [(0, 2)]
