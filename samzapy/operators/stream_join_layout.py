@@ -180,11 +180,12 @@ class JoinPendingLayout:
         """The row of one entry."""
         if key.startswith(META):
             name = key[len(META) :].decode(errors="replace")
+            # objects, as the pending rows' are: read_state types one struct for the store
             if key == LAYOUT_KEY:
                 version, bucket_ms = read_marker(value)
                 shown: Any = {"version": version, "bucket_ms": bucket_ms}
             else:
-                shown = decode_ms(value)
+                shown = {name.replace("-", "_"): decode_ms(value)}
             return record_row("internal", readable(name.encode()), shown)
         user, time_ms, record_id = parse_buffer_key(key[9:])
         body = {

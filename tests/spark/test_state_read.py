@@ -219,11 +219,12 @@ def _exported_keys(out: Path, fmt: str) -> set[str]:
 
 
 def test_stream_join_buffers_read_as_records_equal_to_the_scan(tmp_path, broker, spark, topic_name):
-    """The ad-click join stopped before the end of its streams: its buffered clicks and
-    impressions and its expiry index read as records; its own state (watermarks, registry) as
-    internal text."""
+    """The ad-click join (store layout 2) stopped before the end of its streams: its buffered
+    clicks and impressions and its pending index read as records, the index's layout marker as
+    internal; its own state (watermarks) as internal text."""
     from samzapy.generate import AdSpec, ads
-    from samzapy.operators.key_encoding import decode_ms, unescape
+    from samzapy.operators.key_encoding import decode_ms
+    from samzapy.operators.stream_join_layout import LAYOUT_KEY, META, parse_buffer_key
 
     tag = f"rs-ad-{abs(hash(topic_name)) % 10**6}"
     topics = {name: f"{name}-{tag}" for name in ("impressions", "clicks", "joined", "unjoined")}
@@ -256,12 +257,15 @@ def test_stream_join_buffers_read_as_records_equal_to_the_scan(tmp_path, broker,
             if store == "join-state":
                 assert (row["key"], row["value"]) == (escaped_text(key), escaped_text(value))
                 continue
-            offset = 9 if store == "join-expiry" else 0
-            user, at = unescape(key, offset)
+            if key.startswith(META):
+                assert row["kind"] == "internal" and key in (LAYOUT_KEY, META + b"max-decided")
+                continue
+            user, at, record_id = parse_buffer_key(key[9:] if store == "join-expiry" else key)
             assert row["key"] == user.decode()
-            assert (row["event_time"], row["record_id"]) == (decode_ms(key, at), key[at + 8 :].decode())
+            assert (row["event_time"], row["record_id"]) == (at, record_id.decode())
             if store == "join-expiry":
                 assert (row["close_at"], row["side"]) == (decode_ms(key), key[8:9].decode())
             else:
-                assert row["matched"] == (value[:1] == b"\x01")
+                assert row["matched"] == (value[:1] != b"\x00")
+                assert row["decided"] == (value[:1] == b"\x02")
                 assert _no_nulls(row["value"]) == _no_nulls(orjson.loads(value[1:]))

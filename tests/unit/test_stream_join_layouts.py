@@ -157,3 +157,53 @@ def test_layout_2_refuses_stores_with_entries_but_no_marker() -> None:
             window_after_ms=10,
             store_names=STORES,
         )
+
+
+def test_layout_2_entries_decode_with_their_join_key_and_the_meta_entries_merge_by_max() -> None:
+    from samzapy.operators.state_layout import MAX
+    from samzapy.operators.stream_join_layout import JoinBucketLayout, JoinPendingLayout
+
+    left, right, index = InMemoryStore(), InMemoryStore(), InMemoryStore()
+    wm = Watermark(InMemoryStore(), 0)
+    join = BucketedStreamJoin(
+        left,
+        right,
+        index,
+        wm,
+        lambda a, b: [a, b],
+        window_before_ms=10,
+        window_after_ms=5,
+        kind="left",
+        once_retention_ms=1000,
+    )
+    wm.observe(100)
+    assert join.add_left(b"k\x00", 100, {"c": 1}, "c1") == []  # waits unmatched: a pending entry
+    assert join.add_left(b"j", 101, {"c": 2}, "c2") == []
+    [joined] = join.add_right(b"j", 98, {"i": 1}, "i1")  # decides c2
+    assert joined.value == [{"c": 2}, {"i": 1}]
+    rows: dict[str, list] = {"left": [], "right": [], "index": []}
+    for name, layout, store in (
+        ("left", JoinBucketLayout(), left),
+        ("right", JoinBucketLayout(), right),
+        ("index", JoinPendingLayout(), index),
+    ):
+        for e in store.all():
+            row = layout.decode(e.key, e.value)
+            rows[name].append((row["kind"], orjson.loads(row["key_json"]), orjson.loads(row["value_json"])))
+            part, rule = layout.partition_key(e.key, e.value), layout.merge_rule(e.key, e.value)
+            assert (part is None) == (rule == MAX) == (row["kind"] == "internal")
+            assert part is None or part == orjson.loads(row["key_json"]).encode()
+    click = {"event_time": 101, "record_id": "c2", "matched": True, "decided": True, "value": {"c": 2}}
+    waiting = {"event_time": 100, "record_id": "c1", "matched": False, "decided": False, "value": {"c": 1}}
+    assert sorted(rows["left"], key=repr) == sorted(
+        [("buffered", "j", click), ("buffered", "k\x00", waiting)], key=repr
+    )
+    imp = {"event_time": 98, "record_id": "i1", "matched": True, "decided": False, "value": {"i": 1}}
+    assert rows["right"] == [("buffered", "j", imp)]
+    assert rows["index"] == [
+        ("pending", "k\x00", {"close_at": 105, "side": "l", "event_time": 100, "record_id": "c1"}),
+        # c2 waited unmatched before i1 came: its entry stays until it closes (skipped: decided)
+        ("pending", "j", {"close_at": 106, "side": "l", "event_time": 101, "record_id": "c2"}),
+        ("internal", "layout", {"version": 2, "bucket_ms": 15}),
+        ("internal", "max-decided", {"max_decided": 101}),
+    ]
