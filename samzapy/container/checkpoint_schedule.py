@@ -21,7 +21,10 @@ it and replays the changelog from there (``stores/restore.py``).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from samzapy.container.task_instance import TaskInstance
 
 #: How many times the expected number of due checkpoints per commit a routine commit may take
 #: (slack for commits that come later than ``task.commit.ms``).
@@ -45,12 +48,12 @@ class LocalCheckpointSchedule:
         self._next: dict[tuple[str, str], float] = {}  # (task, store) -> when it is due
         self.budget: int | None = None  # set at the first commit, when the stores are known
 
-    def choose(self, tasks: list[Any], *, final: bool, now: float) -> list[tuple[Any, str]]:
+    def choose(self, tasks: list[TaskInstance], *, final: bool, now: float) -> list[tuple[TaskInstance, str]]:
         """The (task, store name) pairs that take a local checkpoint at a commit at ``now``."""
         if self.budget is None:
             self._start(tasks, now)
-        chosen: list[tuple[Any, str]] = []
-        due: list[tuple[float, str, Any, str]] = []
+        chosen: list[tuple[TaskInstance, str]] = []
+        due: list[tuple[float, str, TaskInstance, str]] = []
         for task in tasks:
             for name in task.stores:
                 interval = self._intervals_s.get(name, 0.0)
@@ -68,7 +71,7 @@ class LocalCheckpointSchedule:
             self._next[(task_name, name)] = now + self._intervals_s[name]
         return chosen
 
-    def _start(self, tasks: list[Any], now: float) -> None:
+    def _start(self, tasks: list[TaskInstance], now: float) -> None:
         """Stagger the first deadlines over each store's first interval; size the budget."""
         spaced = [
             (t.task_name, name) for t in tasks for name in t.stores if self._intervals_s.get(name, 0.0) > 0

@@ -9,21 +9,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint
 from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
 from samzapy.crashpoints import crash_point
 from samzapy.metrics import MetricsGroup
+from samzapy.records import RecordSink
+
+if TYPE_CHECKING:
+    from samzapy.container.task_instance import TaskInstance
+    from samzapy.stores.snapshots import JobSnapshots
 
 
-def changelog_offsets(tasks: Iterable[Any]) -> dict[str, dict[str, int | None]]:
+def changelog_offsets(tasks: Iterable[TaskInstance]) -> dict[str, dict[str, int | None]]:
     """Every store's changelog offset (after the producer flush: exact), by task name."""
     return {t.task_name: {name: s.changelog_offset() for name, s in t.stores.items()} for t in tasks}
 
 
 def take_local_checkpoints(
-    chosen: Iterable[tuple[Any, str]], offsets: dict[str, dict[str, int | None]]
+    chosen: Iterable[tuple[TaskInstance, str]], offsets: dict[str, dict[str, int | None]]
 ) -> None:
     """Take a local checkpoint of each chosen (task, store name) at its changelog offset."""
     for task, name in chosen:
@@ -75,14 +80,14 @@ class Commit:
 
     def __init__(
         self,
-        producer: Any,
+        producer: RecordSink,
         writer: CheckpointWriter,
         schedule: LocalCheckpointSchedule,
         checkpoint_of: Callable[[str, dict[Any, int], dict[str, int | None]], TaskCheckpoint],
         metrics: MetricsGroup,
         drain: Callable[[], None] | None = None,
         flush: Callable[[str], None] | None = None,
-        snapshots: Any = None,
+        snapshots: JobSnapshots | None = None,
     ) -> None:
         self._writer = writer
         self._snapshots = snapshots
@@ -96,7 +101,7 @@ class Commit:
         #: The last checkpoint written per task name (read by the query service).
         self.last_written: dict[str, TaskCheckpoint] = {}
 
-    def __call__(self, tasks: list[Any], *, final: bool = False) -> None:
+    def __call__(self, tasks: list[TaskInstance], *, final: bool = False) -> None:
         """Run the steps of the class docstring for ``tasks``; ``final`` (at shutdown) takes
         every store's local checkpoint."""
         started = time.perf_counter_ns()

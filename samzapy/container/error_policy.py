@@ -29,15 +29,18 @@ Thread safety: one policy is shared by the tasks of a container, all on its loop
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from samzapy.container.fencing import ContainerFenced
 from samzapy.errors import StorageFailure, TaskError
 from samzapy.kafka.producer import RecordTooLargeError
 from samzapy.metrics import MetricsGroup
-from samzapy.records import Record
+from samzapy.records import Headers, Record, RecordSink
 from samzapy.streams import SystemStreamPartition
 from samzapy.user_code import log_user_traceback, user_line
+
+if TYPE_CHECKING:
+    from samzapy.config.model import JobConfig
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +151,7 @@ class ErrorPolicy:
             replay's sink).
     """
 
-    def __init__(self, job: Any, producer: Any) -> None:
+    def __init__(self, job: JobConfig, producer: RecordSink) -> None:
         self.drop_deserialization_errors: bool = job.drop_deserialization_errors
         self.ignored = set(job.ignored_exceptions)
         self.dead_letter = job.dead_letter_stream
@@ -238,8 +241,16 @@ class ErrorPolicy:
         Raises:
             RecordTooLargeError: the record is larger than the producer accepts.
         """
-        headers = [*(record.headers or []), *_error_headers(ssp, record, cause)]
-        self._producer.send(self.dead_letter.stream, record.key, record.value, headers=headers)
+        # the record's own headers go on as read: one without a value (None) too (the producer
+        # sends it through kafka-python's path), which Headers, for what samzapy builds, leaves out
+        headers = cast(Headers, [*(record.headers or []), *_error_headers(ssp, record, cause)])
+        self._producer.send(self._dead_letter_topic, record.key, record.value, headers=headers)
+
+    @property
+    def _dead_letter_topic(self) -> str:
+        """The dead-letter stream's topic (asked for only when the policy dead-letters)."""
+        assert self.dead_letter is not None, "no dead-letter stream is configured"
+        return self.dead_letter.stream
 
     def _send_reference(
         self, ssp: SystemStreamPartition, record: Record, cause: str, too_large: RecordTooLargeError
@@ -253,7 +264,7 @@ class ErrorPolicy:
             (REFERENCE_HEADER, too_large.reason.encode()),
         ]
         self._producer.send(
-            self.dead_letter.stream,
+            self._dead_letter_topic,
             None if key is None else key[:REFERENCE_PREVIEW_BYTES],
             None if value is None else value[:REFERENCE_PREVIEW_BYTES],
             headers=headers,

@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from samzapy.container.task_instance import TaskInstance
+    from samzapy.stores.engine import StorageEngine
 
 #: At most one flush at the head this often. Each flush starts a new producer batch per
 #: changelog partition, and each new batch wakes kafka-python's sender thread (a syscall and a
@@ -37,7 +41,10 @@ class HeadFlusher:
     """
 
     def __init__(
-        self, stores: list[Any], min_interval_s: float = MIN_INTERVAL_S, names: set[str] | None = None
+        self,
+        stores: list[StorageEngine[Any, Any]],
+        min_interval_s: float = MIN_INTERVAL_S,
+        names: set[str] | None = None,
     ) -> None:
         self.stores = stores
         self._names = names or set()  # the stores :meth:`add` takes from a task
@@ -45,12 +52,12 @@ class HeadFlusher:
         self._last = float("-inf")
 
     @classmethod
-    def for_tasks(cls, tasks: Iterable[Any], names: set[str]) -> HeadFlusher | None:
+    def for_tasks(cls, tasks: Iterable[TaskInstance], names: set[str]) -> HeadFlusher | None:
         """A flusher over the stores called one of ``names`` in ``tasks``; ``None`` if none."""
         stores = [store for task in tasks for name, store in task.stores.items() if name in names]
         return cls(stores, names=names) if stores else None
 
-    def add(self, task: Any) -> None:
+    def add(self, task: TaskInstance) -> None:
         """Flush ``task``'s stores of the configured names too (a task that started at runtime)."""
         self.stores.extend(store for name, store in task.stores.items() if name in self._names)
 
@@ -68,7 +75,7 @@ class HeadFlusher:
             store.flush()
         return True
 
-    def drop(self, remaining_tasks: Iterable[Any]) -> None:
+    def drop(self, remaining_tasks: Iterable[TaskInstance]) -> None:
         """Forget the stores of tasks no longer run here (fenced): nothing of theirs is written."""
         keep = {id(store) for task in remaining_tasks for store in task.stores.values()}
         self.stores = [store for store in self.stores if id(store) in keep]

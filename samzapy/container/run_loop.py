@@ -27,7 +27,7 @@ import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from samzapy import stopping
 from samzapy.checkpoint import CheckpointWriter, TaskCheckpoint, read_checkpoints
@@ -63,7 +63,7 @@ from samzapy.container.task_followers import (
     Standbys,
     StatusFollower,
 )
-from samzapy.container.task_instance import TaskInstance
+from samzapy.container.task_instance import TaskInstance, TaskStores
 from samzapy.container.task_manager import TaskManager
 from samzapy.container.task_states import TaskState, Transition
 from samzapy.errors import BadArgumentError, StorageFailure
@@ -403,7 +403,7 @@ class Container:
         if job.coordinator != "group":
             manager.subscribe(_StopWhenFencedOut(manager, self._fenced_out))
         self._commit_step = Commit(
-            self._producer,
+            _started(self._producer),
             self._checkpoint_writer,
             self._local_checkpoints,
             _started(self._fence).checkpoint,
@@ -541,17 +541,19 @@ class _Factory:
     def __init__(self, container: Container) -> None:
         self._c = container
 
-    def restore(self, partition: int, checkpoint: TaskCheckpoint | None) -> dict[str, Any]:
+    def restore(self, partition: int, checkpoint: TaskCheckpoint | None) -> TaskStores:
         """The task's stores, restored; a standby copy kept here is adopted first."""
         adopt_standby_checkpoints(self._c.job, [partition])  # restore from the standby's checkpoints
         return self._c.builder.stores(partition, checkpoint, restore=True)
 
-    def instance(self, partition: int, stores: dict[str, Any]) -> TaskInstance:
+    def instance(self, partition: int, stores: TaskStores) -> TaskInstance:
         """The task's instance (``init`` called)."""
         c = self._c
         inputs = _input_ssps(c._input_counts, partition)
         task = c.job.task_type()
-        return c.builder.instance(partition, task, stores, c._producer, c._outputs, inputs, c._policy)
+        return c.builder.instance(
+            partition, task, stores, _started(c._producer), c._outputs, inputs, c._policy
+        )
 
 
 class _StopWhenFencedOut:

@@ -24,17 +24,24 @@ from samzapy.config import JobConfig
 from samzapy.config.model import StoreConfig
 from samzapy.container.collector import OutputStreams, TaskCollector
 from samzapy.container.error_policy import ErrorPolicy
-from samzapy.container.task_instance import TaskInstance
+from samzapy.container.side_inputs import SideInputs
+from samzapy.container.task_instance import TaskInstance, TaskStores
 from samzapy.context import StoreContext
 from samzapy.metrics import MetricsGroup, MetricsRegistry
+from samzapy.records import RecordSink
 from samzapy.serdes import SerdeResolver
+from samzapy.stores.changelog import ChangelogWriter
+from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store
 from samzapy.stores.rocksdb_options import budget_of, use_memory_budget
+from samzapy.stores.snapshot_restore import SnapshotSource
+from samzapy.stores.snapshots import JobSnapshots
 from samzapy.streams import SystemStream, SystemStreamPartition, task_name_for
+from samzapy.task import StreamTask
 from samzapy.user_code import user_failure
 
 #: Makes the changelog writer of a logged store for a task: ``(store config, partition)``.
-ChangelogFor = Callable[[StoreConfig, int], Any]
+ChangelogFor = Callable[[StoreConfig, int], ChangelogWriter]
 
 
 def ensure_output_topic(
@@ -78,8 +85,8 @@ class TaskBuilder:
         registry: MetricsRegistry,
         serdes: SerdeResolver | None = None,
         changelog_for: ChangelogFor | None = None,
-        side_inputs: Any = None,
-        snapshots: Any = None,
+        side_inputs: SideInputs | None = None,
+        snapshots: JobSnapshots | None = None,
     ) -> None:
         self.job = job
         use_memory_budget(budget_of(job.rocksdb_memory_bytes))  # for the stores built from now on
@@ -92,12 +99,12 @@ class TaskBuilder:
 
     def stores(
         self, partition: int, checkpoint: TaskCheckpoint | None = None, *, restore: bool = False
-    ) -> dict[str, Any]:
+    ) -> TaskStores:
         """The stores of task ``partition`` by name; with ``restore``, each restored (right
         after it is built) to the changelog offset ``checkpoint`` records for it (none: empty).
         """
         name = task_name_for(partition)
-        stores: dict[str, Any] = {}
+        stores: TaskStores = {}
         for store_config in self.job.stores.values():
             if store_config.has_side_inputs and self._side_inputs is not None:
                 stores[store_config.name] = self._side_inputs.store(store_config.name, partition)
@@ -124,27 +131,32 @@ class TaskBuilder:
         return stores
 
     @staticmethod
-    def _restore(store: Any, name: str, checkpoint: TaskCheckpoint | None, snapshots: Any = None) -> None:
+    def _restore(
+        store: StorageEngine[Any, Any],
+        name: str,
+        checkpoint: TaskCheckpoint | None,
+        snapshots: SnapshotSource | None = None,
+    ) -> None:
         """Restore ``store`` to the changelog offset ``checkpoint`` records for it (none:
         empty), skipping the records its changelog fence rules out (a zombie's); from a
         snapshot in ``snapshots`` (a ``SnapshotSource``) when it has a newer base than the disk."""
         if checkpoint is None:
             store.restore(None)
             return
-        extra = {} if snapshots is None else {"snapshots": snapshots}
+        extra: dict[str, Any] = {} if snapshots is None else {"snapshots": snapshots}
         store.restore(checkpoint.changelog_offsets.get(name), fence=checkpoint.fence_for(name), **extra)
 
     def task_metrics(self, partition: int) -> MetricsGroup:
         """The metrics group of task ``partition`` (``task.Partition N``)."""
         return self.registry.group(f"task.{task_name_for(partition)}")
 
-    def init_task(self, task: Any, partition: int, stores: dict[str, Any]) -> None:
+    def init_task(self, task: StreamTask, partition: int, stores: TaskStores) -> None:
         """Call ``task.init(context)`` (if the task has an ``init``) with the task's context;
         what ``init`` raises passes through as it is (the harness shows it to the test)."""
         if hasattr(task, "init"):
             task.init(self.context(partition, stores))
 
-    def context(self, partition: int, stores: dict[str, Any]) -> StoreContext:
+    def context(self, partition: int, stores: TaskStores) -> StoreContext:
         """The context ``init`` gets: task name, partition, config, stores and metrics."""
         return StoreContext(
             task_name_for(partition), partition, self.job, stores, self.task_metrics(partition)
@@ -153,9 +165,9 @@ class TaskBuilder:
     def instance(
         self,
         partition: int,
-        task: Any,
-        stores: dict[str, Any],
-        producer: Any,
+        task: StreamTask,
+        stores: TaskStores,
+        producer: RecordSink,
         outputs: OutputStreams,
         inputs: Iterable[SystemStreamPartition],
         policy: ErrorPolicy,

@@ -12,7 +12,6 @@ from samzapy.container.error_policy import ErrorPolicy, FailureCounts
 from samzapy.metrics import MetricsGroup
 from samzapy.records import Record
 from samzapy.serdes import Serde
-from samzapy.stores.base import KeyValueStore
 from samzapy.stores.engine import StorageEngine
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import ClosableTask, IncomingMessageEnvelope, StreamTask, WindowableTask
@@ -20,6 +19,8 @@ from samzapy.user_code import user_failure
 
 log = logging.getLogger(__name__)
 
+#: A task's stores by name (side-input stores included).
+TaskStores = dict[str, StorageEngine[Any, Any]]
 #: A serde's ``from_bytes``: a key's or message's bytes to the object the task sees.
 Decoder = Callable[[bytes], Any]
 
@@ -59,7 +60,7 @@ class TaskInstance:
         task_name: str,
         partition: int,
         task: StreamTask,
-        stores: dict[str, KeyValueStore[Any, Any]],
+        stores: TaskStores,
         collector: TaskCollector,
         input_serdes: dict[SystemStreamPartition, tuple[Serde | None, Serde | None]],
         policy: ErrorPolicy,
@@ -202,5 +203,5 @@ class TaskInstance:
             for store in self._owned():
                 store.close()
 
-    def _owned(self) -> list[KeyValueStore[Any, Any]]:
+    def _owned(self) -> list[StorageEngine[Any, Any]]:
         return [store for name, store in self.stores.items() if name not in self._shared]

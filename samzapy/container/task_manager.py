@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from samzapy.checkpoint import TaskCheckpoint
-from samzapy.container.task_instance import TaskInstance
+from samzapy.container.task_instance import TaskInstance, TaskStores
 from samzapy.container.task_states import IllegalTransition, ManagedTask, TaskState, Transition
 from samzapy.crashpoints import pause_point
 
@@ -52,10 +52,10 @@ class TaskListener(Protocol):
 class TaskFactory(Protocol):
     """How the manager builds a task: the container's task builder behind two calls."""
 
-    def restore(self, partition: int, checkpoint: TaskCheckpoint | None) -> dict[str, Any]:
+    def restore(self, partition: int, checkpoint: TaskCheckpoint | None) -> TaskStores:
         """The task's stores, restored to ``checkpoint`` (called on a restore thread in group mode)."""
 
-    def instance(self, partition: int, stores: dict[str, Any]) -> TaskInstance:
+    def instance(self, partition: int, stores: TaskStores) -> TaskInstance:
         """The task's ``TaskInstance`` over ``stores``, ``init`` called."""
 
 

@@ -29,14 +29,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.errors import SamzapyError
 from samzapy.streams import task_name_for
 
 if TYPE_CHECKING:
-    from samzapy.container.task_instance import TaskInstance
+    from samzapy.container.task_instance import TaskInstance, TaskStores
 
 
 class TaskState(Enum):
@@ -83,7 +83,7 @@ class ManagedTask:
     partition: int
     state: TaskState = TaskState.CREATED
     checkpoint: TaskCheckpoint | None = None
-    stores: dict[str, Any] = field(default_factory=dict)
+    stores: TaskStores = field(default_factory=dict)
     instance: TaskInstance | None = None
 
     @property
