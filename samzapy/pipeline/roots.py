@@ -53,8 +53,9 @@ class KeyBySend(Clock):
         the progress before it."""
         self.before_progress = self.progress.current
         self.progress.advance_to(ts)
-        self.last_input = self.task.clock()
-        self.said_idle = False
+        if self.idle_after_s:  # the clock is read per record only when an idle timeout is set
+            self.last_input = self.task.clock()
+            self.said_idle = False
 
     def sources(self, roots: list[Any]) -> list[str]:
         """Not an EventTime: one progress for the task."""
@@ -183,6 +184,15 @@ class TableRoot(Root):
             reader.table_update(key, value, ts)
         for child in self.children:
             child.push(key, value, ts, None)
+
+    def control(self, envelope: Any, kind: bytes, source: str | None, watermark: int) -> None:
+        """A control record of the table's topic: to its clocks, and its end to the joins
+        reading it (a versioned table's end releases the records waiting for its progress,
+        also in a partition that received no update at all)."""
+        super().control(envelope, kind, source, watermark)
+        if kind == END_OF_STREAM:
+            for reader in self.readers:
+                reader.table_ended()
 
 
 class KeyByReceive(Root):
