@@ -22,6 +22,8 @@ from samzapy.config.model import Processor
 from samzapy.container.envelopes import envelope_of
 from samzapy.errors import TaskError
 from samzapy.records import Record
+from samzapy.serdes import Serde
+from samzapy.stores.base import KeyValueStore
 from samzapy.streams import SystemStreamPartition
 from samzapy.task import IncomingMessageEnvelope
 
@@ -31,7 +33,11 @@ class PendingView:
     pending writes first, then the store; every other read sees the store as it was."""
 
     def __init__(
-        self, store: Any, key_serde: Any, pending: dict[bytes, bytes | None], msg_serde: Any
+        self,
+        store: KeyValueStore[Any, Any],
+        key_serde: Serde | None,
+        pending: dict[bytes, bytes | None],
+        msg_serde: Serde | None,
     ) -> None:
         self._store = store
         self._kb = key_serde.to_bytes if key_serde is not None else _identity
@@ -70,9 +76,9 @@ class RecordWriter:
         self,
         store_name: str,
         processor: Processor | None,
-        stream_serdes: dict[str, tuple[Any, Any]],
-        store_serdes: tuple[Any, Any],
-        store: Any,
+        stream_serdes: dict[str, tuple[Serde | None, Serde | None]],
+        store_serdes: tuple[Serde | None, Serde | None],
+        store: KeyValueStore[Any, Any],
     ) -> None:
         self.store_name = store_name
         self.processor = processor

@@ -34,14 +34,15 @@ import logging
 import os
 import threading
 import time
-from typing import Any
 
-from samzapy.checkpoint import CheckpointFold, task_of_key
+from samzapy.checkpoint import ChangelogFence, CheckpointFold, task_of_key
 from samzapy.config import JobConfig
+from samzapy.config.model import StoreConfig
 from samzapy.container.assignment import standby_tasks_of
 from samzapy.container.standby_store import StandbyStore, standby_dir
 from samzapy.errors import CheckpointError
 from samzapy.health import ContainerStatus
+from samzapy.kafka.consumer import Consumer
 from samzapy.kafka.reading import read_partition, reader_consumer
 from samzapy.metrics import MetricsGroup, MetricsRegistry
 from samzapy.records import TopicPartition
@@ -58,7 +59,7 @@ PROGRESS_EVERY_S = 5.0
 STOP_TIMEOUT_S = 30.0
 
 
-def _standby_configs(job: JobConfig) -> list[Any]:
+def _standby_configs(job: JobConfig) -> list[StoreConfig]:
     """The stores that can have standbys: logged RocksDB stores (an in-memory store lives only
     in its owner's process; an unlogged one has nothing to tail)."""
     return [s for s in job.stores.values() if s.changelog is not None and s.engine == "rocksdb"]
@@ -74,6 +75,7 @@ def adopt_standby_checkpoints(job: JobConfig, partitions: list[int]) -> int:
     """
     moved = 0
     for config in _standby_configs(job):
+        assert config.changelog is not None  # _standby_configs keeps logged stores alone
         topic = config.changelog.stream
         for partition in partitions:
             theirs = LocalCheckpoints(
@@ -236,7 +238,7 @@ class StandbyReplicas:
         if self._status is not None:
             self._status.standby((task_name_for(p) for p in self.partitions), state, error)
 
-    def _tail_checkpoints(self, consumer: Any) -> None:
+    def _tail_checkpoints(self, consumer: Consumer) -> None:
         """Read the checkpoint topic from where the last call stopped to its end."""
         watched = {task_name_for(p) for p in self.partitions}
         for batch in read_partition(consumer, self._tp, self._position):
@@ -249,7 +251,7 @@ class StandbyReplicas:
                 except CheckpointError as exc:
                     log.warning("standby replicas: %s: skipped", exc)
 
-    def _fence(self, store: StandbyStore) -> Any:
+    def _fence(self, store: StandbyStore) -> ChangelogFence | None:
         """The owner checkpoint's changelog fence of ``store`` (a zombie's records skipped)."""
         checkpoint = self._fold.checkpoints.get(store.task_name)
         return None if checkpoint is None else checkpoint.fence_for(store.name)
