@@ -183,3 +183,67 @@ def test_the_table_table_pipeline_over_interleaved_histories_replays_to_the_stre
     }
     assert len(streamed) > 300
     assert replayed == streamed
+
+
+ENRICH_AND_FK = """\
+import samzapy
+
+app = samzapy.App("{name}")
+profiles = app.table("{name}-profiles")
+views = app.stream("{name}-views")
+views.join(profiles, lambda v, p: {{**v, "zip": p["zip"]}}, name="enrich").to("{name}-enriched")
+orders = app.table("{name}-orders")
+customers = app.table("{name}-customers")
+(orders.join(customers, lambda o, c: {{**o, "customer": c["name"]}}, foreign_key=lambda o: o["customer_id"],
+             name="order-customer")
+       .to("{name}-orders-with-customer"))
+"""
+
+
+def test_the_enrichment_and_foreign_key_pipelines_replay_to_the_streaming_runs_outputs(
+    tmp_path: Path, broker: str, topic_name: str
+) -> None:
+    """A stream-table join (views enriched from interleaved profile updates) and a foreign-key
+    join (orders with their customer, through the job's two intermediate topics), streamed over
+    a backlog and replayed in Spark: the same outputs, ids and bytes."""
+    pytest.importorskip("pyspark")
+    import random
+
+    from samzapy.generate import profiles
+    from samzapy.pipeline.loader import pipeline_replay_config
+    from samzapy.spark.replay.driver import replay
+    from samzapy.spark.replay.sinks import read_outputs
+
+    name = topic_name[:32].rstrip("-") + "-ef"
+    rng = random.Random(21)
+    updates = list(profiles(200, 30))
+    for start in range(0, 200, 40):  # interleaved: profile updates, then views of those users, ...
+        produce_json(broker, f"{name}-profiles", 2, updates[start : start + 40])
+        views = [(k, {"page": f"/p{rng.randrange(9)}"}) for k, _ in updates[start : start + 40]]
+        produce_json(broker, f"{name}-views", 2, views)
+        customers = [(f"c{rng.randrange(8)}".encode(), {"name": f"n{start}-{i}"}) for i in range(10)]
+        produce_json(broker, f"{name}-customers", 2, customers)
+        orders = [
+            (f"o{rng.randrange(30)}".encode(), {"customer_id": f"c{rng.randrange(8)}"}) for _ in range(20)
+        ]
+        produce_json(broker, f"{name}-orders", 2, orders)
+    app_file = tmp_path / "enrich_fk_app.py"
+    app_file.write_text(ENRICH_AND_FK.format(name=name))
+    overrides = [
+        f"systems.kafka.consumer.bootstrap.servers={broker}",
+        f"job.logged.store.base.dir={tmp_path / 'state'}",
+    ]
+    result = run_job(app_file, "--exit-at-end", *(f"--config={o}" for o in overrides))
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = tmp_path / "replay"
+    replay(
+        pipeline_replay_config(str(app_file), overrides[:1]),
+        output=str(out),
+        write_checkpoint=False,
+        master="local[2]",
+    )
+    for topic in (f"{name}-enriched", f"{name}-orders-with-customer"):
+        streamed = {i: (r.key, r.value) for i, r in dedup_by_id(consume_all(broker, topic)).items()}
+        replayed = {row["id"]: (row["key"], row["value"]) for row in read_outputs(out / "outputs", topic)}
+        assert len(streamed) > 20, topic
+        assert replayed == streamed, topic
