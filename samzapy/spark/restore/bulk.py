@@ -335,6 +335,7 @@ class _PartitionReader:
         from samzapy.kafka.reading import read_partition, reader_consumer
         from samzapy.records import TopicPartition
         from samzapy.spark.sst import executor_dir
+        from samzapy.stores.restore import cyclic_gc_paused
 
         directory = executor_dir(self.handoff, self.staging)
         results: list[dict[str, Any]] = []
@@ -349,7 +350,8 @@ class _PartitionReader:
                     if fence_generation:
                         records = _keyless_if_fenced(records, ChangelogFence(fence_start, fence_generation))
                     state = _RangeState(self.stores[topic], topic, partition, directory, deletes=False)
-                    state.add_unsorted(records)
+                    with cyclic_gc_paused():  # as the sequential restore: see stores/restore.py
+                        state.add_unsorted(records)
                     results.extend(state.finish(self.handoff))
         finally:
             consumer.close()
