@@ -73,6 +73,9 @@ class StreamTableStage(Stage):
     def table_update(self, key: Any, value: Any, ts: int) -> None:
         """The table changed (the table root wrote the store)."""
 
+    def table_ended(self) -> None:
+        """The table's partition ended: nothing waits for it in processing time."""
+
 
 class TemporalJoinStage(Stage):
     """A stream joined with a versioned table by event time: each record with the table's
@@ -97,6 +100,10 @@ class TemporalJoinStage(Stage):
     def table_update(self, key: Any, value: Any, ts: int) -> None:
         """A new table version; push the stream records it released."""
         self._released(self.join.update_table(self.serde.to_bytes(key), value, ts))
+
+    def table_ended(self) -> None:
+        """The table's partition ended: push every record still waiting for it."""
+        self._released(self.join.end_table())
 
     def _released(self, results: list[Any]) -> None:
         for result in results:

@@ -253,10 +253,11 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
 
     # ------------------------------------------------------------------ running
     def position_id(self) -> str:
-        """A deterministic id of the record being processed (its input and place in it)."""
+        """A deterministic id of the record being processed (its input and place in it), unique
+        in the job: the partition is part of it, as every task reads the same offsets."""
         env = self.envelope
         self._seq += 1
-        return f"{env.stream}:{env.offset}:{self._seq - 1}"
+        return f"{env.stream}:{env.partition}:{env.offset}:{self._seq - 1}"
 
     def sequence(self) -> int:
         """A lineage sequence number, increasing within the task's input partition."""
