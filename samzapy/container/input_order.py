@@ -32,9 +32,11 @@ When a partition's buffer is empty (Kafka Streams' ``max.task.idle.ms`` semantic
   task never holds back for an empty input.
 
 A task with one input partition is not buffered at all. A partition with more than
-:data:`BUFFER_LIMIT` records buffered is paused until its buffer drains below half of that,
-and sought back to the offset after its last buffered record when it resumes (whatever
-kafka-python parked for it during the pause is then used only if it starts there).
+:data:`BUFFER_LIMIT` records buffered is left out of the consumer's assignment
+(:meth:`Inputs.hold`) until its buffer drains below half of that, then sought to the offset
+after its last buffered record. Not ``pause()``: kafka-python 3.0 may keep the records it
+fetched for a paused partition and stop fetching it for good after ``resume()`` (seen here:
+a join stalled with records of a resumed partition on the broker).
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ INPUT_ORDERS = ("timestamp", "arrival")
 #: without them (they should come with the next polls; this only guards against their loss).
 STALL_S = 30.0
 
-#: Records buffered for one partition before it is paused (Kafka Streams:
-#: ``buffered.records.per.partition``); it resumes below half of this.
+#: Records buffered for one partition before it is held out of the assignment (Kafka
+#: Streams pauses it: ``buffered.records.per.partition``); it comes back below half of this.
 BUFFER_LIMIT = 5000
 
 OrderKey = tuple[int, int, int, int, int, int]
@@ -144,7 +146,7 @@ class TimestampOrder:
         self._buffers: dict[TopicPartition, deque[Record]] = {}
         self._next: dict[TopicPartition, int] = {}  # offset after the last record polled
         self._deadlines: dict[TopicPartition, float] = {}  # caught up and idle until then
-        self._paused: set[TopicPartition] = set()
+        self._held: set[TopicPartition] = set()  # left out of the assignment (buffered far ahead)
         self._ranks: dict[TopicPartition, tuple[int, int, int, int]] = {}  # see _rank
         self._starved: dict[TopicPartition, float] = {}  # waited for since (records below the end)
         self._epoch = inputs.epoch
@@ -177,7 +179,7 @@ class TimestampOrder:
                 break
             budget -= self._release(parts, now, budget, out)
         self._more = budget <= 0 and self.buffered > 0
-        self._pause_or_resume()
+        self._hold_or_release()
         return out
 
     # ----------------------------------------------------------------- ordering
@@ -186,15 +188,18 @@ class TimestampOrder:
         tasks: dict[int, list[InputPartition]] = {}
         assigned = self.inputs.assigned
         for tp, part in self.inputs.partitions.items():
-            if tp in assigned:
+            if tp in assigned or tp in self._held:
                 tasks.setdefault(id(part.task), []).append(part)
                 if tp not in self._ranks:
                     self._ranks[tp] = self._rank(part)
         return tasks
 
     def _rank(self, part: InputPartition) -> tuple[int, int, int, int]:
-        """The constant part of ``part``'s keys: what :func:`order_key` puts around the
-        timestamp and offset (the bootstrap and priority flags already negated)."""
+        """The constant part of ``part``'s keys.
+
+        What :func:`order_key` puts around the timestamp and offset (the bootstrap and priority
+        flags already negated).
+        """
         index = self._streams.get(part.ssp.system_stream, 0)
         return -int(part.bootstrap), -part.priority, index, part.tp.partition
 
@@ -205,9 +210,10 @@ class TimestampOrder:
         budget: int,
         out: list[tuple[InputPartition, list[Record]]],
     ) -> int:
-        """Move the records of one task that may be processed now to ``out`` (at most
-        ``budget``): while every partition has a head or need not be waited for, the run of
-        the partition with the smallest head, up to the next smallest head. How many moved.
+        """Move the records of one task that may be processed now to ``out``; how many.
+
+        At most ``budget``: while every partition has a head or need not be waited for, the
+        run of the partition with the smallest head, up to the next smallest head.
 
         The partitions empty at the start stay empty during the call (no poll in between)
         and ``now`` is fixed, so whether they must be waited for is asked once; a partition
@@ -245,8 +251,10 @@ class TimestampOrder:
     def _take(
         self, part: InputPartition, limit: OrderKey | None, most: int
     ) -> tuple[list[Record], OrderKey | None]:
-        """The head records of ``part`` that come before ``limit`` (at least one, at most
-        ``most``), and the key of the head left (``None``: the buffer is empty)."""
+        """The head records of ``part`` that come before ``limit``, and the next head's key.
+
+        At least one record, at most ``most``; the key is ``None`` when the buffer is empty.
+        """
         buffer = self._buffers[part.tp]
         run = [buffer.popleft()]
         bootstrap, priority, index, number = self._ranks[part.tp]
@@ -277,9 +285,11 @@ class TimestampOrder:
         return False
 
     def _still_expected(self, part: InputPartition, at: int, now: float) -> bool:
-        """Whether the records of ``part`` below its end at start are still waited for: for
-        :data:`STALL_S` at most, in case they are gone (retention deleted an unread backlog:
-        the consumer then resets to the log start, which may be the end)."""
+        """Whether the records of ``part`` below its end at start are still waited for.
+
+        For :data:`STALL_S` at most, in case they are gone (retention deleted an unread
+        backlog: the consumer then resets to the log start, which may be the end).
+        """
         since = self._starved.setdefault(part.tp, now)
         if now - since < STALL_S:
             return True
@@ -304,25 +314,24 @@ class TimestampOrder:
         return int(offsets.get(part.ssp, part.start_offset))
 
     # ----------------------------------------------------------------- buffers
-    def _pause_or_resume(self) -> None:
-        """Pause partitions holding too much; resume drained ones where they left off."""
-        consumer = self.inputs.consumer
-        for tp, buffer in self._buffers.items():
-            if tp not in self._paused and len(buffer) >= BUFFER_LIMIT:
-                consumer.pause(tp)
-                self._paused.add(tp)
-        for tp in [tp for tp in self._paused if len(self._buffers.get(tp, ())) < BUFFER_LIMIT // 2]:
-            consumer.resume(tp)
-            consumer.seek(tp, self._next[tp])
-            self._paused.discard(tp)
+    def _hold_or_release(self) -> None:
+        """Hold partitions buffering too much out of the assignment; bring drained ones back.
+
+        A partition that comes back is sought to the offset after its last buffered record.
+        """
+        held = {tp for tp in self._held if len(self._buffers.get(tp, ())) >= BUFFER_LIMIT // 2}
+        held |= {tp for tp, buffer in self._buffers.items() if len(buffer) >= BUFFER_LIMIT}
+        if held != self._held:
+            position = {part.ssp: self._position(part) for part in self.inputs.partitions.values()}
+            self._held = held
+            self.inputs.hold(held, position)
 
     def _reset(self) -> None:
-        """The inputs were sought again at the tasks' positions: buffered records come again."""
-        assigned = self.inputs.assigned
-        resumed = [tp for tp in self._paused if tp in assigned]
-        if resumed:
-            self.inputs.consumer.resume(*resumed)  # sought already, by Inputs
-        self._paused.clear()
+        """Forget what is buffered: the inputs were sought again at the tasks' positions.
+
+        That also ended every hold; the buffered records come again.
+        """
+        self._held.clear()
         self._buffers.clear()
         self._next.clear()
         self._deadlines.clear()
@@ -333,8 +342,10 @@ class TimestampOrder:
 
 
 def input_source(job: Any, inputs: Inputs, *, exit_at_end: bool) -> Inputs | TimestampOrder:
-    """What the run loop polls: ``inputs`` itself (``task.input.order=arrival``) or the
-    timestamp order over them."""
+    """What the run loop polls.
+
+    ``inputs`` itself (``task.input.order=arrival``) or the timestamp order over them.
+    """
     if job.input_order != "timestamp":
         return inputs
     return TimestampOrder(inputs, stream_indexes(job.inputs), job.max_idle_ms, exit_at_end=exit_at_end)

@@ -49,6 +49,8 @@ class Inputs:
         self.partitions = {p.tp: p for p in partitions}
         self._order = {p.tp: (-int(p.bootstrap), -p.priority, p.tp.topic, p.tp.partition) for p in partitions}
         self._assigned: set[TopicPartition] = set()
+        #: Partitions left out of the assignment for now (:meth:`hold`).
+        self._held: set[TopicPartition] = set()
         #: Bumped whenever every partition is sought again (a task came or went): records
         #: polled before then and not handed out yet come again, and must not be handed out.
         self.epoch = 0
@@ -62,8 +64,11 @@ class Inputs:
         after ``resume()``, which would skip messages. A partition (re)joining the
         assignment is seeked to its task's position, so nothing is skipped or repeated.
         """
+        if force:
+            self._held = set()  # every partition is sought again: nothing is buffered ahead any more
         waiting = {id(p.task) for p in self.partitions.values() if p.bootstrap and not p.caught_up}
         wanted = {tp for tp, p in self.partitions.items() if p.bootstrap or id(p.task) not in waiting}
+        wanted -= self._held
         if wanted == self._assigned and not force:
             return
         previous = set() if force else self._assigned
@@ -75,6 +80,16 @@ class Inputs:
             if previous and not part.bootstrap:
                 log.info("%s: bootstrap streams caught up; delivering %s", part.task.task_name, part.ssp)
         self._assigned = wanted
+
+    def hold(self, held: set[TopicPartition], position: dict[SystemStreamPartition, int]) -> None:
+        """Leave ``held`` out of the assignment, until a later call leaves them out of ``held``.
+
+        For partitions whose records are buffered far ahead of their task's other inputs
+        (samzapy/container/input_order.py). A partition that comes back is sought to
+        ``position`` (the offset after what its reader holds), as any partition (re)joining.
+        """
+        self._held = set(held)
+        self._reassign(position)
 
     @property
     def assigned(self) -> frozenset[TopicPartition]:
