@@ -1,5 +1,7 @@
-"""Running :class:`samzapy.AsyncStreamTask` tasks: per-key lanes on an asyncio loop, offsets
-through :class:`OffsetTracker`, timeouts, retries, a delay queue and backpressure.
+"""Running :class:`samzapy.AsyncStreamTask` tasks.
+
+Per-key lanes on an asyncio loop, offsets through :class:`OffsetTracker`, timeouts, retries, a
+delay queue and backpressure.
 
 The container stays single-threaded: it owns one asyncio loop and runs it in short slices
 between polls (:meth:`AsyncRunner.pump`). A message goes through these steps:
@@ -77,9 +79,12 @@ class _Held:
 
 
 class _MessageCollector:
-    """The collector one message's ``process_async`` gets: stamps output ids per message
-    (``<task>:<offset>:<n>``, as the sync path does), so that concurrent messages do not
-    share a sequence; a retry numbers its outputs from 0 again (same ids, dedupable)."""
+    """The collector one message's ``process_async`` gets.
+
+    Stamps output ids per message (``<task>:<offset>:<n>``, as the sync path does), so that
+    concurrent messages do not share a sequence; a retry numbers its outputs from 0 again (same
+    ids, dedupable).
+    """
 
     __slots__ = ("_collector", "_prefix", "_sequence")
 
@@ -253,7 +258,8 @@ class AsyncTaskRunner:
     ) -> None:
         """Apply the error policy to a message that failed for good; done unless it stops.
 
-        A stop is never safe to commit here: messages above the failed one may be done."""
+        A stop is never safe to commit here: messages above the failed one may be done.
+        """
         try:
             self._policy.handle(
                 self.instance.failures,
@@ -306,8 +312,10 @@ class AsyncRunner:
         return cls(tasks, job, policy)
 
     def add(self, task: TaskInstance) -> None:
-        """Run ``task`` too (if it is an :class:`AsyncStreamTask`), from the offsets it has
-        now (a task that started at runtime: its inputs' starting offsets are set)."""
+        """Run ``task`` too (if it is an :class:`AsyncStreamTask`), from the offsets it has now.
+
+        For a task that started at runtime: its inputs' starting offsets are set.
+        """
         if isinstance(task.task, AsyncStreamTask):
             runner = self.runners[id(task)] = AsyncTaskRunner(task, self._job, self._policy, self._loop)
             runner.start_at(task.offsets)

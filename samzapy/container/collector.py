@@ -84,8 +84,10 @@ class TaskCollector:
         self._last: tuple[object, Resolved] | None = None
 
     def begin(self, stream: str, origin: int | str) -> None:
-        """Start numbering the outputs caused by the input at offset ``origin`` of ``stream``
-        (``"window"`` and the call's wall-clock ms for ``window()``)."""
+        """Start numbering the outputs caused by the input at offset ``origin`` of ``stream``.
+
+        For ``window()``: ``"window"`` and the call's wall-clock ms.
+        """
         self._stream = stream
         self._origin = origin
         self._sequence = 0

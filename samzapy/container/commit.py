@@ -102,8 +102,10 @@ class Commit:
         self.last_written: dict[str, TaskCheckpoint] = {}
 
     def __call__(self, tasks: list[TaskInstance], *, final: bool = False) -> None:
-        """Run the steps of the class docstring for ``tasks``; ``final`` (at shutdown) takes
-        every store's local checkpoint."""
+        """Run the steps of the class docstring for ``tasks``.
+
+        ``final`` (at shutdown) takes every store's local checkpoint.
+        """
         started = time.perf_counter_ns()
         if self._drain is not None:
             self._drain()

@@ -11,8 +11,9 @@ from samzapy.task import IncomingMessageEnvelope
 def envelope_of(
     ssp: SystemStreamPartition, record: Record, key_serde: Serde | None, msg_serde: Serde | None
 ) -> IncomingMessageEnvelope:
-    """The envelope of ``record`` with key and message deserialised (a ``None`` serde or a
-    ``None`` key/value is passed through as it is).
+    """The envelope of ``record`` with key and message deserialised.
+
+    A ``None`` serde or a ``None`` key/value is passed through as it is.
 
     Raises:
         Exception: whatever the serde raises for bytes it cannot read; callers turn it into

@@ -70,8 +70,11 @@ class MessageFailure(TaskError):
 
 
 def how_to_go_on(failure: MessageFailure) -> str:
-    """How to let the job go on past messages like the one that stopped it (a store serde misfit
-    is the task's bug, not bad input: skipping would only lose the update, so it is not offered)."""
+    """How to let the job go on past messages like the one that stopped it.
+
+    A store serde misfit is the task's bug, not bad input: skipping would only lose the update,
+    so it is not offered.
+    """
     from samzapy.stores.serialized import StoreSerdeError
 
     cause = type(failure.__cause__).__name__ if failure.__cause__ is not None else "Exception"
@@ -93,8 +96,9 @@ def how_to_go_on(failure: MessageFailure) -> str:
 
 
 def storage_failure_in(exc: BaseException) -> StorageFailure | None:
-    """The :class:`StorageFailure` that ``exc`` is or was caused by (``__cause__`` or
-    ``__context__``, any depth), else ``None``.
+    """The :class:`StorageFailure` that ``exc`` is or was caused by, else ``None``.
+
+    Caused through ``__cause__`` or ``__context__``, at any depth.
 
     >>> storage_failure_in(ValueError("bad")) is None
     True

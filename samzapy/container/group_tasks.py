@@ -142,8 +142,10 @@ class GroupTasks:
         self._report_membership()
 
     def _report_membership(self) -> None:
-        """The member's group state for ``/health`` (``membership``), at most every
-        :data:`REPORT_EVERY_S` unless the rebalance state changed."""
+        """Report the member's group state for ``/health`` (``membership``).
+
+        At most every :data:`REPORT_EVERY_S` unless the rebalance state changed.
+        """
         member = self.membership
         rebalance = "stable" if member.rebalance_started is None else "in progress"
         now = time.monotonic()
@@ -169,10 +171,12 @@ class GroupTasks:
         )
 
     def hold(self, stopping: Callable[[], bool]) -> bool:
-        """Block while this member's lease has lapsed (:meth:`GroupMembership.lease_valid`):
-        nothing is processed or committed until the group confirms the member again; tasks it
+        """Block while this member's lease has lapsed (:meth:`GroupMembership.lease_valid`).
+
+        Nothing is processed or committed until the group confirms the member again; tasks it
         lost meanwhile, or that the fence says another member claimed, are dropped. Returns
-        whether the lease holds (``False`` only when a stop was asked while waiting)."""
+        whether the lease holds (``False`` only when a stop was asked while waiting).
+        """
         problem = self.membership.lease_problem()
         if problem is None:
             return True

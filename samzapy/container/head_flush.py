@@ -62,9 +62,11 @@ class HeadFlusher:
         self.stores.extend(store for name, store in task.stores.items() if name in self._names)
 
     def after_poll(self, polled: int, max_records: int, now: float | None = None) -> bool:
-        """Flush the stores when the poll returned fewer than ``max_records`` records (the
-        input is caught up) and the last flush here is ``min_interval_s`` old; returns
-        whether it flushed."""
+        """Flush the stores when the input is caught up; returns whether it flushed.
+
+        The input is caught up when the poll returned fewer than ``max_records`` records; the
+        stores are flushed then if the last flush here is ``min_interval_s`` old.
+        """
         if polled >= max_records:
             return False
         now = time.monotonic() if now is None else now

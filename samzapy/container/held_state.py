@@ -1,5 +1,7 @@
-"""What this member holds on disk, for the group's leader (Kafka Streams' task offset sums):
-per task, how fresh the newest local copy of its stores is."""
+"""What this member holds on disk, for the group's leader (Kafka Streams' task offset sums).
+
+Per task, how fresh the newest local copy of its stores is.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ from samzapy.stores.paths import standby_dir, store_dir
 
 
 def held_state(job: JobConfig, task_count: int) -> dict[int, int]:
-    """Per task (partition number) with a local copy of every logged RocksDB store, the sum
-    over those stores of the changelog offset of the newest local checkpoint, its own or a
-    standby's (higher is fresher). Tasks without such a copy of each store are left out."""
+    """How fresh each task's local copy is: an offset sum per task (partition number).
+
+    Per task with a local copy of every logged RocksDB store, the sum over those stores of the
+    changelog offset of the newest local checkpoint, its own or a standby's (higher is fresher).
+    Tasks without such a copy of each store are left out.
+    """
     logged = [
         (s.name, s.changelog.stream)
         for s in job.stores.values()

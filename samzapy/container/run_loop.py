@@ -1,5 +1,7 @@
-"""The container: starts the tasks of this container, runs the loop of poll -> process ->
-window -> commit, and shuts down cleanly. Each job of it has a room of its own:
+"""The container: its tasks, the loop that runs them, a clean shutdown.
+
+It starts the tasks of this container, runs the loop of poll -> process -> window -> commit, and
+shuts down cleanly. Each job of it has a room of its own:
 
 - ``assignment.py``: which tasks this container runs (and stands by for);
 - ``startup.py``: input partition counts, changelog topics, where each input starts;
@@ -99,8 +101,11 @@ DELIVERY_MARGIN_MS = 60_000
 
 
 class Container:
-    """Runs the tasks of one container of a job until it is stopped or, with
-    ``exit_at_end``, until every input has been processed up to the end it had at start."""
+    """Runs the tasks of one container of a job until it is stopped.
+
+    Or, with ``exit_at_end``, until every input has been processed up to the end it had at
+    start.
+    """
 
     def __init__(
         self,
@@ -198,8 +203,11 @@ class Container:
         return 0
 
     def _stopped_by(self, failure: MessageFailure) -> MessageFailure:
-        """A message stopped the job: commit what came before it when that is safe, close,
-        and say what was committed and how to go on (the error the command line prints)."""
+        """A message stopped the job.
+
+        Commit what came before it when that is safe, close, and say what was committed and how
+        to go on (the error the command line prints).
+        """
         self.status.failed(str(failure))
         storage = storage_failure_in(failure) is not None
         if failure.safe_to_commit:
@@ -320,10 +328,12 @@ class Container:
     def _claim(
         self, consumer_servers: str, mine: list[int]
     ) -> tuple[dict[str, TaskCheckpoint], dict[str, TaskCheckpoint]]:
-        """Read the checkpoints and take this container's tasks over (a new generation each);
-        the takeover is acknowledged before anything is restored or written. Returns the
-        checkpoints found and those to restore from: a claim race lost to another container
-        is claimed again from the winner's checkpoint (``samzapy.container.fencing``)."""
+        """Read the checkpoints and take this container's tasks over (a new generation each).
+
+        The takeover is acknowledged before anything is restored or written. Returns the
+        checkpoints found and those to restore from: a claim race lost to another container is
+        claimed again from the winner's checkpoint (``samzapy.container.fencing``).
+        """
         job = self.job
         producer = _started(self._producer)
         _started(self._admin).ensure_topic(
@@ -341,8 +351,11 @@ class Container:
         return found, checkpoints
 
     def _claim_more(self, task_names: list[str]) -> dict[str, TaskCheckpoint]:
-        """Group mode: take these tasks over at runtime (a new ownership generation each,
-        acknowledged); their claim records, which name the offsets to restore to."""
+        """Group mode: take these tasks over at runtime; their claim records.
+
+        A new ownership generation each, acknowledged; the claim records name the offsets to
+        restore to.
+        """
         fence = _started(self._fence)
         return fence.claim(task_names, fence.current(), self._checkpoint_writer)
 
@@ -378,8 +391,10 @@ class Container:
         input_counts: dict[SystemStream, int],
         task_count: int,
     ) -> None:
-        """Build the parts that follow the tasks and subscribe them, inputs first (the others
-        read the offsets it sets); then the commit."""
+        """Build the parts that follow the tasks and subscribe them; then the commit.
+
+        Inputs first: the others read the offsets it sets.
+        """
         job = self.job
         self._inputs = open_inputs(job, consumer_servers, [], input_counts, {})
         if issubclass(job.task_type, AsyncStreamTask):
@@ -415,8 +430,11 @@ class Container:
         self._last_checkpoints = self._commit_step.last_written  # the query service reads it
 
     def _standby_starter(self, servers: str, task_count: int) -> Callable[[list[int]], Standbys | None]:
-        """How the standby replicas start: passthrough mode names its own standbys (and logs
-        them); group mode's come with the assignment."""
+        """How the standby replicas start.
+
+        Passthrough mode names its own standbys (and logs them); group mode's come with the
+        assignment.
+        """
         job = self.job
         if job.coordinator == "group":
             return lambda partitions: StandbyReplicas.start(
@@ -450,9 +468,11 @@ class Container:
 
     # ----------------------------------------------------------------- commit
     def _commit(self, *, final: bool = False) -> None:
-        """Commit through the task manager, which first loses the tasks the fence says were
-        taken over (:meth:`TaskManager.commit`). In group mode nothing is committed while
-        the member's lease has lapsed (:meth:`GroupTasks.hold`)."""
+        """Commit through the task manager, which first loses the fenced tasks.
+
+        The fence says which tasks were taken over (:meth:`TaskManager.commit`). In group mode
+        nothing is committed while the member's lease has lapsed (:meth:`GroupTasks.hold`).
+        """
         if self.group is not None and not self.group.hold(lambda: self._stop_requested):
             return
         self._manager.commit(final=final)
@@ -472,8 +492,11 @@ class Container:
 
     @property
     def tasks(self) -> list[TaskInstance]:
-        """The tasks running now (none before start): a snapshot, safe from any thread (the
-        query service reads it); the task manager alone changes the tasks."""
+        """The tasks running now (none before start).
+
+        A snapshot, safe from any thread (the query service reads it); the task manager alone
+        changes the tasks.
+        """
         return [] if self.task_manager is None else list(self.task_manager.running())
 
     # ----------------------------------------------------------------- shutdown
@@ -535,8 +558,10 @@ class Container:
 
 
 class _Factory:
-    """The task manager's :class:`~samzapy.container.task_manager.TaskFactory` over a started
-    container: its task builder, producer, outputs and error policy."""
+    """The task manager's :class:`~samzapy.container.task_manager.TaskFactory` over a started container.
+
+    Its task builder, producer, outputs and error policy.
+    """
 
     def __init__(self, container: Container) -> None:
         self._c = container

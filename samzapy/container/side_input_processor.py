@@ -1,5 +1,6 @@
-"""Side-input processors: how the records of a side-input topic become store writes
-(Samza's ``SideInputsProcessor``).
+"""Side-input processors: how the records of a side-input topic become store writes.
+
+Samza's ``SideInputsProcessor``.
 
 ``stores.S.side.inputs.processor.factory=module:Name`` names either a function
 ``process(envelope, store) -> iterable of (key, value)`` or a class whose instances (built
@@ -29,8 +30,11 @@ from samzapy.task import IncomingMessageEnvelope
 
 
 class PendingView:
-    """The store as a processor sees it mid-batch: ``get`` and ``get_all`` show the batch's
-    pending writes first, then the store; every other read sees the store as it was."""
+    """The store as a processor sees it mid-batch.
+
+    ``get`` and ``get_all`` show the batch's pending writes first, then the store; every other
+    read sees the store as it was.
+    """
 
     def __init__(
         self,

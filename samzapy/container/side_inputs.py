@@ -1,5 +1,6 @@
-"""Side inputs: stores filled directly from topics (``stores.S.side.inputs``), Samza's side
-inputs and Kafka Streams' global tables (docs/side-inputs.md).
+"""Side inputs: stores filled directly from topics (``stores.S.side.inputs``).
+
+Samza's side inputs and Kafka Streams' global tables (docs/side-inputs.md).
 
 :class:`SideInputs` owns every side-input store of a container and one consumer of its own
 (the task inputs' consumer is not touched). Its life in the container:
@@ -130,8 +131,10 @@ class SideInputs:
         registry: MetricsRegistry,
         container_id: int = 0,
     ) -> SideInputs:
-        """Open the side-input stores of the tasks ``partitions``; a job without side-input
-        stores gets an object that does nothing (and opens no consumer).
+        """Open the side-input stores of the tasks ``partitions``.
+
+        A job without side-input stores gets an object that does nothing (and opens no
+        consumer).
 
         Raises:
             KafkaSystemError: a side-input topic does not exist.
@@ -167,8 +170,10 @@ class SideInputs:
 
     @property
     def _reader(self) -> Consumer:
-        """The consumer; only a job with side-input stores has one, and only such a job has
-        targets and partitions to read (the methods ask for it only then)."""
+        """The consumer, which only a job with side-input stores has.
+
+        Only such a job has targets and partitions to read: the methods ask for it only then.
+        """
         assert self._consumer is not None, "no side-input store: nothing to read"
         return self._consumer
 
@@ -225,9 +230,11 @@ class SideInputs:
         target.offsets = {tp: stored.get(tp, begins[tp]) for tp in target.tps}
 
     def _reaches(self, tp: TopicPartition, offset: int) -> bool:
-        """Whether the log of ``tp`` reaches ``offset``: a fetch at ``offset - 1`` returns a
-        record. Needed because the dev broker's reported end undercounts (DESIGN §10); any
-        record counts, since compaction may have removed the one at ``offset - 1`` itself."""
+        """Whether the log of ``tp`` reaches ``offset``: a fetch at ``offset - 1`` returns a record.
+
+        Needed because the dev broker's reported end undercounts (DESIGN §10); any record
+        counts, since compaction may have removed the one at ``offset - 1`` itself.
+        """
         self._reader.assign([tp])
         self._reader.seek(tp, offset - 1)
         deadline = time.monotonic() + EXISTS_POLL_MS / 1000

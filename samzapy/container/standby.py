@@ -1,5 +1,6 @@
-"""Standby replicas (``job.standbytasks.replication.factor``, as in Samza and Kafka Streams): a
-container keeps warm copies of other containers' task stores, so that a failover replays only
+"""Standby replicas (``job.standbytasks.replication.factor``, as in Samza and Kafka Streams).
+
+A container keeps warm copies of other containers' task stores, so that a failover replays only
 a short changelog tail instead of the whole changelog.
 
 Assignment (:func:`samzapy.container.assignment.standby_tasks_of`): with ``N`` containers and
@@ -60,14 +61,19 @@ STOP_TIMEOUT_S = 30.0
 
 
 def _standby_configs(job: JobConfig) -> list[StoreConfig]:
-    """The stores that can have standbys: logged RocksDB stores (an in-memory store lives only
-    in its owner's process; an unlogged one has nothing to tail)."""
+    """The stores that can have standbys.
+
+    Logged RocksDB stores (an in-memory store lives only in its owner's process; an unlogged one
+    has nothing to tail).
+    """
     return [s for s in job.stores.values() if s.changelog is not None and s.engine == "rocksdb"]
 
 
 def adopt_standby_checkpoints(job: JobConfig, partitions: list[int]) -> int:
-    """Move the standby checkpoints of the stores of ``partitions`` (tasks this container is
-    about to own) next to the stores, where the restore looks for them; the number moved.
+    """Move the standby checkpoints of the stores of ``partitions`` next to the stores.
+
+    ``partitions`` are tasks this container is about to own; the restore looks for checkpoints
+    next to the stores. Returns the number moved.
 
     Call before restoring. A checkpoint at an offset the store has already is left where it is;
     one that vanishes meanwhile (a standby of another container on the same base dir pruned it)
@@ -161,7 +167,9 @@ class StandbyReplicas:
         status: ContainerStatus | None = None,
     ) -> StandbyReplicas | None:
         """Start the standbys of container ``container_id``; ``None`` when it has none.
-        ``status`` (for ``/health``) learns whether they run or failed."""
+
+        ``status`` (for ``/health``) learns whether they run or failed.
+        """
         partitions = standby_tasks_of(
             container_id, job.container_count, task_count, job.standby_replication_factor
         )
@@ -192,8 +200,10 @@ class StandbyReplicas:
         registry: MetricsRegistry,
         status: ContainerStatus | None = None,
     ) -> StandbyReplicas:
-        """Start keeping warm copies of the stores of ``partitions`` (group mode: the
-        assignment names them)."""
+        """Start keeping warm copies of the stores of ``partitions``.
+
+        Group mode: the assignment names them.
+        """
         replicas = cls(job, partitions, servers, registry, status)
         replicas._report("running")
         replicas._thread.start()
@@ -272,9 +282,12 @@ class StandbyReplicas:
 
     # ----------------------------------------------------------------- shutdown
     def stop(self) -> None:
-        """Stop the thread: it takes a last local checkpoint of every copy that is at its
-        committed offset (a container taking one of these tasks over adopts it), then closes
-        its databases and consumers. Nothing is written to Kafka."""
+        """Stop the thread.
+
+        It takes a last local checkpoint of every copy that is at its committed offset (a
+        container taking one of these tasks over adopts it), then closes its databases and
+        consumers. Nothing is written to Kafka.
+        """
         self._stop.set()
         self._thread.join(timeout=STOP_TIMEOUT_S)
         if self._thread.is_alive():

@@ -1,5 +1,7 @@
-"""One standby copy of one store of another container's task: a RocksDB database kept at the
-owner's latest *committed* changelog offset, and local checkpoints of it.
+"""One standby copy of one store of another container's task.
+
+A RocksDB database kept at the owner's latest *committed* changelog offset, and local
+checkpoints of it.
 
 Layout, next to where the store would live if this container owned the task::
 
@@ -139,8 +141,9 @@ class StandbyStore:
         )
 
     def catch_up(self, k: int | None, stop: threading.Event, fence: ChangelogFence | None = None) -> None:
-        """Apply the changelog records after what the copy holds, up to ``k`` inclusive,
-        except those ``fence`` (the owner checkpoint's ``ChangelogFence``) rules out: a
+        """Apply the changelog records after what the copy holds, up to ``k`` inclusive.
+
+        Except those ``fence`` (the owner checkpoint's ``ChangelogFence``) rules out: a
         zombie's, written after a takeover.
 
         Returns early when ``stop`` is set (between two fetched batches).
@@ -189,8 +192,11 @@ class StandbyStore:
                 )
 
     def maybe_checkpoint(self, now: float, commit_s: float) -> None:
-        """Take a local checkpoint at ``K`` when the copy is there, ``K`` is not checkpointed
-        yet, and the last one is at least ``commit_s`` old."""
+        """Take a local checkpoint at ``K`` when one is due.
+
+        Due: the copy is there, ``K`` is not checkpointed yet, and the last one is at least
+        ``commit_s`` old.
+        """
         if self.raw is None or self.disabled or self.committed is None:
             return
         if self.applied != self.committed or self.applied == self.checkpointed:

@@ -1,5 +1,8 @@
-"""The container's start-up steps that talk to the broker: input partition counts, changelog
-topics, and where each input partition starts (``run_loop.Container._start`` runs them)."""
+"""The container's start-up steps that talk to the broker.
+
+Input partition counts, changelog topics, and where each input partition starts
+(``run_loop.Container._start`` runs them).
+"""
 
 from __future__ import annotations
 
@@ -73,8 +76,10 @@ def _ensure_intermediate(
 
 
 def prepare_changelogs(admin: TopicAdmin, producer: Producer, job: JobConfig, task_count: int) -> None:
-    """Create every store's changelog topic when missing (compacted, one partition per task)
-    and learn its metadata; warn about stores that have none."""
+    """Create every store's changelog topic when missing and learn its metadata.
+
+    Compacted, one partition per task; warn about stores that have none.
+    """
     for store in job.stores.values():
         if store.changelog is not None:
             admin.ensure_topic(
@@ -98,8 +103,10 @@ def open_inputs(
     input_counts: dict[SystemStream, int],
     checkpoints: dict[str, TaskCheckpoint],
 ) -> Inputs:
-    """The consumer of ``tasks``' input partitions, each starting at its checkpointed offset,
-    else at its oldest or upcoming one (``samza.offset.default``)."""
+    """The consumer of ``tasks``' input partitions, each at its starting offset.
+
+    Its checkpointed offset, else its oldest or upcoming one (``samza.offset.default``).
+    """
     consumer = reader_consumer(servers, **client_settings(job.consumer_overrides))
     return Inputs(consumer, input_partitions(job, consumer, tasks, input_counts, checkpoints))
 
@@ -111,8 +118,10 @@ def input_partitions(
     input_counts: dict[SystemStream, int],
     checkpoints: dict[str, TaskCheckpoint],
 ) -> list[InputPartition]:
-    """``tasks``' input partitions, each starting at its checkpointed offset, else at its
-    oldest or upcoming one (``samza.offset.default``)."""
+    """``tasks``' input partitions, each at its starting offset.
+
+    Its checkpointed offset, else its oldest or upcoming one (``samza.offset.default``).
+    """
     tps = [
         (
             task,

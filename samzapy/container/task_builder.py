@@ -47,8 +47,10 @@ ChangelogFor = Callable[[StoreConfig, int], ChangelogWriter]
 def ensure_output_topic(
     admin: Any, job: JobConfig, stream: SystemStream, task_count: int, *, create: bool = True
 ) -> int:
-    """The partition count of output ``stream``, creating its topic when missing (see the
-    module docstring); with ``create=False`` (a replay writing files) only the count."""
+    """The partition count of output ``stream``, creating its topic when missing.
+
+    See the module docstring; with ``create=False`` (a replay writing files) only the count.
+    """
     existing: int | None = admin.partition_count(stream.stream)
     if existing is not None:
         return existing
@@ -100,8 +102,10 @@ class TaskBuilder:
     def stores(
         self, partition: int, checkpoint: TaskCheckpoint | None = None, *, restore: bool = False
     ) -> TaskStores:
-        """The stores of task ``partition`` by name; with ``restore``, each restored (right
-        after it is built) to the changelog offset ``checkpoint`` records for it (none: empty).
+        """The stores of task ``partition`` by name.
+
+        With ``restore``, each restored (right after it is built) to the changelog offset
+        ``checkpoint`` records for it (none: empty).
         """
         name = task_name_for(partition)
         stores: TaskStores = {}
@@ -137,9 +141,11 @@ class TaskBuilder:
         checkpoint: TaskCheckpoint | None,
         snapshots: SnapshotSource | None = None,
     ) -> None:
-        """Restore ``store`` to the changelog offset ``checkpoint`` records for it (none:
-        empty), skipping the records its changelog fence rules out (a zombie's); from a
-        snapshot in ``snapshots`` (a ``SnapshotSource``) when it has a newer base than the disk."""
+        """Restore ``store`` to the changelog offset ``checkpoint`` records for it (none: empty).
+
+        Skipping the records its changelog fence rules out (a zombie's); from a snapshot in
+        ``snapshots`` (a ``SnapshotSource``) when it has a newer base than the disk.
+        """
         if checkpoint is None:
             store.restore(None)
             return
@@ -151,8 +157,10 @@ class TaskBuilder:
         return self.registry.group(f"task.{task_name_for(partition)}")
 
     def init_task(self, task: StreamTask, partition: int, stores: TaskStores) -> None:
-        """Call ``task.init(context)`` (if the task has an ``init``) with the task's context;
-        what ``init`` raises passes through as it is (the harness shows it to the test)."""
+        """Call ``task.init(context)`` (if the task has an ``init``) with the task's context.
+
+        What ``init`` raises passes through as it is (the harness shows it to the test).
+        """
         if hasattr(task, "init"):
             task.init(self.context(partition, stores))
 
@@ -172,8 +180,9 @@ class TaskBuilder:
         inputs: Iterable[SystemStreamPartition],
         policy: ErrorPolicy,
     ) -> TaskInstance:
-        """The :class:`TaskInstance` running ``task`` over ``inputs`` with ``stores``, outputs
-        sent through ``producer`` (``task.drop.producer.errors`` applied), ``init`` called.
+        """The :class:`TaskInstance` running ``task`` over ``inputs`` with ``stores``, ``init`` called.
+
+        Outputs are sent through ``producer`` (``task.drop.producer.errors`` applied).
 
         Raises:
             TaskError: ``init`` raised; the message names the task and the user's line, and

@@ -1,6 +1,8 @@
-"""The parts of a container that follow its tasks, each a listener of the task manager
-(:class:`~samzapy.container.task_manager.TaskManager`): told every batch of moves, in the
-order they subscribed, they start and stop what they keep per task.
+"""The parts of a container that follow its tasks.
+
+Each is a listener of the task manager (:class:`~samzapy.container.task_manager.TaskManager`):
+told every batch of moves, in the order they subscribed, they start and stop what they keep per
+task.
 
 - :class:`InputsFollower`: a running task's input partitions are read from its checkpoint on;
   a suspended task's are no longer read (subscribe it first: the others read the offsets it sets);
@@ -46,8 +48,11 @@ def _suspended(changes: Sequence[Transition]) -> list[ManagedTask]:
 
 
 class InputsFollower:
-    """Reads the inputs of the running tasks (``inputs`` is the container's ``Inputs``;
-    ``runner`` the ``AsyncRunner``, if the job has async tasks)."""
+    """Reads the inputs of the running tasks.
+
+    ``inputs`` is the container's ``Inputs``; ``runner`` the ``AsyncRunner``, if the job has
+    async tasks.
+    """
 
     def __init__(
         self,
@@ -64,10 +69,12 @@ class InputsFollower:
         self._runner = runner
 
     def tasks_changed(self, changes: Sequence[Transition]) -> None:
-        """Add the started tasks' partitions (at their checkpointed offsets); drop the suspended
-        ones'. Every partition is sought again at its task's offset, so an async task must
-        hold no message then: its offset is the lowest one still in flight (a suspended
-        task's are cancelled, the others' finished)."""
+        """Add the started tasks' partitions (at their checkpointed offsets); drop the suspended ones'.
+
+        Every partition is sought again at its task's offset, so an async task must hold no
+        message then: its offset is the lowest one still in flight (a suspended task's are
+        cancelled, the others' finished).
+        """
         started, suspended = _started(changes), _suspended(changes)
         if self._runner is not None and (started or suspended) and not self._manager.closing:
             for task in suspended:
@@ -95,8 +102,11 @@ class AsyncFollower:
         self._runner = runner
 
     def tasks_changed(self, changes: Sequence[Transition]) -> None:
-        """Admit the started tasks (from the offsets the inputs set); drop the suspended ones
-        (their messages in flight are cancelled, if :class:`InputsFollower` has not already)."""
+        """Admit the started tasks (from the offsets the inputs set).
+
+        Drop the suspended ones (their messages in flight are cancelled, if
+        :class:`InputsFollower` has not already).
+        """
         for task in _started(changes):
             assert task.instance is not None
             self._runner.add(task.instance)
@@ -122,8 +132,11 @@ class HeadFlushFollower:
 
 
 class GaugeFollower:
-    """Registers each started task's gauges and its inputs'; forgets the inputs no longer read
-    (not at shutdown: the last metrics snapshot shows where each input ended)."""
+    """Registers each started task's gauges and its inputs'.
+
+    Forgets the inputs no longer read (not at shutdown: the last metrics snapshot shows where
+    each input ended).
+    """
 
     def __init__(self, manager: TaskManager, registry: MetricsRegistry, inputs: Inputs) -> None:
         self._manager = manager
@@ -151,8 +164,11 @@ class StatusFollower:
         self._status = status
 
     def tasks_changed(self, changes: Sequence[Transition]) -> None:
-        """Restoring and running tasks by name; closed active ones are gone (at shutdown they
-        keep their state: the container's own, ``stopped`` or ``failed``, says it all)."""
+        """Restoring and running tasks by name.
+
+        Closed active ones are gone (at shutdown they keep their state: the container's own,
+        ``stopped`` or ``failed``, says it all).
+        """
         for change in changes:
             if change.after in (TaskState.RESTORING, TaskState.RUNNING):
                 self._status.task_state(change.task.name, change.after.value)
@@ -168,8 +184,10 @@ class Standbys(Protocol):
 
 
 class StandbyFollower:
-    """Keeps the standby replicas on the manager's standby and warming-up copies: restarted
-    when they change (a warm-up copy is kept up like a standby until its task moves here).
+    """Keeps the standby replicas on the manager's standby and warming-up copies.
+
+    Restarted when they change (a warm-up copy is kept up like a standby until its task moves
+    here).
 
     Args:
         manager: the task manager.
@@ -183,8 +201,10 @@ class StandbyFollower:
         self._replicas: Standbys | None = None
 
     def tasks_changed(self, changes: Sequence[Transition]) -> None:
-        """Restart the replicas when a standby came or went (a promoted one stops first, so
-        that its last local checkpoint is there for the restore)."""
+        """Restart the replicas when a standby came or went.
+
+        A promoted one stops first, so that its last local checkpoint is there for the restore.
+        """
         copies = (TaskState.STANDBY, TaskState.WARMING_UP)
         if not any(c.before in copies or c.after in copies for c in changes):
             return

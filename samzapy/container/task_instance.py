@@ -189,8 +189,10 @@ class TaskInstance:
             store.flush()
 
     def abandon(self) -> None:
-        """Close the stores without writing anything more (the task is owned elsewhere now);
-        the task's own ``close`` is not called (it could write)."""
+        """Close the stores without writing anything more (the task is owned elsewhere now).
+
+        The task's own ``close`` is not called (it could write).
+        """
         for store in self._owned():
             getattr(store, "abandon", store.close)()  # a store without a cache to drop just closes
 

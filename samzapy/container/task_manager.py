@@ -139,9 +139,11 @@ class TaskManager:
 
     # ----------------------------------------------------------------- arriving
     def assign(self, checkpoints: Mapping[int, TaskCheckpoint | None]) -> None:
-        """Make this container the owner of the tasks ``checkpoints`` names (partition -> the
-        checkpoint to restore to) and restore them: a standby or warm-up copy is promoted.
-        Passthrough mode restores at once (a failure raises here); group mode on threads.
+        """Make this container the owner of the tasks ``checkpoints`` names, and restore them.
+
+        ``checkpoints`` maps a partition to the checkpoint to restore to; a standby or warm-up
+        copy is promoted. Passthrough mode restores at once (a failure raises here); group mode
+        on threads.
 
         Raises:
             IllegalTransition: a task is active here already.
@@ -181,8 +183,9 @@ class TaskManager:
             restore.done.set()
 
     def start_restored(self) -> list[TaskInstance]:
-        """Start the tasks whose restore finished (``init``, then their inputs are read, by
-        the listeners); the ones started.
+        """Start the tasks whose restore finished (``init``, then their inputs are read, by the listeners).
+
+        The ones started.
 
         Raises:
             BaseException: what a restore raised (the container stops).
@@ -227,8 +230,10 @@ class TaskManager:
         self._copies_to(TaskState.STANDBY, set(partitions))
 
     def warm_up(self, partitions: Iterable[int]) -> None:
-        """Warm up copies of exactly ``partitions`` (copies no longer named are closed);
-        :meth:`assign` promotes one when the task moves here."""
+        """Warm up copies of exactly ``partitions`` (copies no longer named are closed).
+
+        :meth:`assign` promotes one when the task moves here.
+        """
         self._copies_to(TaskState.WARMING_UP, set(partitions))
 
     def _copies_to(self, state: TaskState, wanted: set[int]) -> None:
@@ -244,17 +249,22 @@ class TaskManager:
 
     # ----------------------------------------------------------------- leaving
     def revoke(self, partitions: Iterable[int]) -> None:
-        """Let the tasks of ``partitions`` go to another owner: running ones are committed
-        (with a local checkpoint of every store, after the fence check), then closed, their
-        stores kept on disk; restoring ones are closed when their restore thread is done."""
+        """Let the tasks of ``partitions`` go to another owner.
+
+        Running ones are committed (with a local checkpoint of every store, after the fence
+        check), then closed, their stores kept on disk; restoring ones are closed when their
+        restore thread is done.
+        """
         wanted = set(partitions)
         self.commit(final=True, partitions=wanted)
         self._leave(wanted, commit=True)
 
     def lose(self, partitions: Iterable[int]) -> None:
-        """Drop the tasks of ``partitions`` without a commit: another owner may have them
-        already, so nothing of theirs is written; their stores are closed without a flush
-        (what the caches held is dropped) and kept on disk."""
+        """Drop the tasks of ``partitions`` without a commit.
+
+        Another owner may have them already, so nothing of theirs is written; their stores are
+        closed without a flush (what the caches held is dropped) and kept on disk.
+        """
         self._leave(set(partitions), commit=False)
 
     def _leave(self, wanted: set[int], *, commit: bool) -> None:
@@ -283,9 +293,11 @@ class TaskManager:
 
     # ----------------------------------------------------------------- commit and close
     def drop_fenced(self) -> list[int]:
-        """Lose the tasks the fence says another container took over (their stores are not
-        flushed, no checkpoint is written for them, their async messages in flight are
-        cancelled); the partitions lost."""
+        """Lose the tasks the fence says another container took over; the partitions lost.
+
+        Their stores are not flushed, no checkpoint is written for them, their async messages in
+        flight are cancelled.
+        """
         taken = {} if self._fenced is None else self._fenced()
         mine = {t.name: p for p, t in self._active.items()}
         lost = sorted(mine[n] for n in taken if n in mine)
@@ -300,9 +312,10 @@ class TaskManager:
         return lost
 
     def commit(self, *, final: bool = False, partitions: set[int] | None = None) -> None:
-        """Lose the tasks the fence says another container took over (:meth:`drop_fenced`),
-        then commit the running ones (only those of ``partitions`` if given; ``final``: every
-        store's local checkpoint)."""
+        """Lose the fenced tasks (:meth:`drop_fenced`), then commit the running ones.
+
+        Only those of ``partitions`` if given; ``final``: every store's local checkpoint.
+        """
         self.drop_fenced()
         pause_point("after-fence-check")
         tasks = [t for t in self._running if partitions is None or t.partition in partitions]
@@ -310,8 +323,11 @@ class TaskManager:
             self._commit(tasks, final)
 
     def close(self) -> None:
-        """Close every task (after the final commit): running ones with their ``close``,
-        restoring ones when their thread is done, copies at once."""
+        """Close every task (after the final commit).
+
+        Running ones with their ``close``, restoring ones when their thread is done, copies at
+        once.
+        """
         self.closing = True
         active = sorted(self._active.values(), key=lambda t: t.partition)
         running = [t for t in active if t.state is TaskState.RUNNING]

@@ -1,6 +1,7 @@
-"""A task's life as a state machine (Kafka Streams' ``Task.State``, with samzapy's standby and
-warm-up states): the one table of which moves are legal, and the record the container keeps
-of each task.
+"""A task's life as a state machine, and the record the container keeps of each task.
+
+Kafka Streams' ``Task.State``, with samzapy's standby and warm-up states: the one table of which
+moves are legal.
 
 ::
 
