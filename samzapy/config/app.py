@@ -29,11 +29,11 @@ def is_reserved(key: str) -> bool:
 
 
 class AppConfig(TypedGetters, Mapping[str, str]):
-    """The application keys of a job: an immutable ``Mapping[str, str]`` with typed getters.
+    r"""The application keys of a job: an immutable ``Mapping[str, str]`` with typed getters.
 
     Example:
         >>> from samzapy.config.properties import parse_properties
-        >>> properties = parse_properties("app.threshold=10\\napp.mode=fast\\n", "job.properties")
+        >>> properties = parse_properties("app.threshold=10\napp.mode=fast\n", "job.properties")
         >>> app = AppConfig(properties, "job.properties")
         >>> app.get_int("app.threshold", 5), app.get_str("app.mode"), app.get_bool("app.on", True)
         (10, 'fast', True)

@@ -1,5 +1,7 @@
-"""The pass-through client keys (``systems.<system>.consumer.*``, ``.producer.*``) checked
-against the settings kafka-python's clients accept, at config time, with file:line.
+"""The pass-through client keys (``systems.<system>.consumer.*``, ``.producer.*``), checked.
+
+They are checked against the settings kafka-python's clients accept, at config time, with
+file:line.
 
 A key is written Kafka's way (``max.poll.records``) or kafka-python's (``max_poll_records``);
 both name the kafka-python setting with dots as underscores. An unknown one is a problem with

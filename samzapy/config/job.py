@@ -207,9 +207,12 @@ def _check_standbys(check: Validation) -> None:
 
 
 def _check_group_mode(check: Validation) -> None:
-    """What group mode does not run: the Spark restore engine, which restores a container's
-    stores once, at start, where group mode restores each task when it arrives, on a thread
-    of its own while the member's other tasks run (``container/task_manager.py``)."""
+    """What group mode does not run.
+
+    The Spark restore engine, which restores a container's stores once, at start, where group
+    mode restores each task when it arrives, on a thread of its own while the member's other
+    tasks run (``container/task_manager.py``).
+    """
     if check.parsed.get("job.coordinator.factory", "passthrough") != "group":
         return
     for key, value in check.parsed.items():

@@ -110,8 +110,9 @@ class KeySpec:
 
     @property
     def scope(self) -> str:
-        """Which instance the key configures: ``job``, ``system``, ``stream``, ``store``,
-        ``reporter`` or ``serde``.
+        """Which instance the key configures.
+
+        ``job``, ``system``, ``stream``, ``store``, ``reporter`` or ``serde``.
 
         >>> find_spec("stores.s.factory")[0].scope, find_spec("task.commit.ms")[0].scope
         ('store', 'job')

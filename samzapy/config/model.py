@@ -108,8 +108,10 @@ class StoreConfig:
 
     @property
     def restores_from_snapshots(self) -> bool:
-        """Whether a restore may start from a snapshot in the blob store (restore factories,
-        or the backup factories when no restore factories are set)."""
+        """Whether a restore may start from a snapshot in the blob store.
+
+        With restore factories, or the backup factories when no restore factories are set.
+        """
         chosen = self.backup_factories if self.restore_factories is None else self.restore_factories
         return "blobstore" in chosen
 

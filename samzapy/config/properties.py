@@ -1,8 +1,8 @@
-"""Java ``.properties`` files, read by hand so that every key keeps its file and line.
+r"""Java ``.properties`` files, read by hand so that every key keeps its file and line.
 
 The syntax is ``java.util.Properties.load``'s: ``#``/``!`` comment lines, ``key=value``,
-``key: value`` and ``key value``, ``\\`` line continuations, and the escapes ``\\t \\n \\r \\f``,
-``\\uXXXX`` and ``\\<char>`` (``\\=``, ``\\:``, ``\\ ``, ``\\#``, ...). Files are read as UTF-8.
+``key: value`` and ``key value``, ``\`` line continuations, and the escapes ``\t \n \r \f``,
+``\uXXXX`` and ``\<char>`` (``\=``, ``\:``, ``\ ``, ``\#``, ...). Files are read as UTF-8.
 
 :class:`Config` is the raw result: an immutable ``Mapping[str, str]`` that remembers where
 each key came from, with typed getters for application keys. The validated job view is
@@ -61,10 +61,10 @@ class Property:
 
 
 def config_error(source: str, problems: Sequence[str]) -> ConfigError:
-    """One :class:`ConfigError` listing ``problems``; they are kept in its ``problems`` attribute.
+    r"""One :class:`ConfigError` listing ``problems``; they are kept in its ``problems`` attribute.
 
     >>> str(config_error("job.properties", ["a", "b"]))
-    '2 problems in job.properties:\\n  - a\\n  - b'
+    '2 problems in job.properties:\n  - a\n  - b'
     """
     heading = f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {source}:"
     error = ConfigError("\n".join([heading, *(f"  - {p}" for p in problems)]))

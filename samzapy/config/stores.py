@@ -115,8 +115,10 @@ def _check_cache_holds_batch(check: Validation, name: str, fields: dict[str, Any
 
 
 def _check_side_inputs(check: Validation, name: str, system: str, inputs: tuple[SystemStream, ...]) -> None:
-    """A side-input store has no changelog of its own and reads no task input; its processor
-    and scope keys need ``side.inputs`` (docs/side-inputs.md)."""
+    """A side-input store has no changelog of its own and reads no task input.
+
+    Its processor and scope keys need ``side.inputs`` (docs/side-inputs.md).
+    """
     prefix = f"stores.{name}."
     side = prefix + "side.inputs"
     if side not in check.config:

@@ -92,8 +92,11 @@ class ValueType:
 
 @dataclass(frozen=True)
 class SecretFileType(ValueType):
-    """A file holding a secret (a bearer token): it must exist, be readable and not be empty;
-    ``~`` expanded, a relative path taken from the working directory."""
+    """A file holding a secret (a bearer token).
+
+    It must exist, be readable and not be empty; ``~`` expanded, a relative path taken from the
+    working directory.
+    """
 
     def parse(self, raw: str) -> Path:
         """The path, checked."""
@@ -172,8 +175,9 @@ def choice_type(*values: str) -> ChoiceType:
 
 @dataclass(frozen=True)
 class ChoiceListType(ValueType):
-    """A comma-separated list of fixed values (or their aliases), possibly empty; parses to
-    the canonical names, in order, without duplicates.
+    """A comma-separated list of fixed values (or their aliases), possibly empty.
+
+    Parses to the canonical names, in order, without duplicates.
 
     >>> STATE_BACKENDS.parse("org.apache.samza.storage.blobstore.BlobStoreStateBackendFactory, kafka")
     ('blobstore', 'kafka')
@@ -353,9 +357,11 @@ SERDE_REF = ValueType(
 
 @dataclass(frozen=True)
 class SerdeClassType(ChoiceType):
-    """A serde kind or alias (parses to the kind), or the user's own serde as ``module:Class``
-    or ``package.module.Class`` (parses to itself; imported with the task class). A Java class
-    name samzapy has no counterpart for (``org.apache.samza.*``, ``com.*``, ...) is refused.
+    """A serde kind or alias, or the user's own serde class.
+
+    A kind or alias parses to the kind; the user's own serde, as ``module:Class`` or
+    ``package.module.Class``, parses to itself (imported with the task class). A Java class name
+    samzapy has no counterpart for (``org.apache.samza.*``, ``com.*``, ...) is refused.
 
     >>> SERDE_CLASS.parse("org.apache.samza.serializers.JsonSerdeFactory"), SERDE_CLASS.parse("my.serdes:Csv")
     ('json', 'my.serdes:Csv')

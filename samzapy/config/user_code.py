@@ -152,9 +152,11 @@ def _is_task_class(obj: object) -> bool:
 
 
 def resolve_serde_factory(spec: str, key: str, location: str) -> object:
-    """The user's serde named by ``spec``: a class (or a function) that, called without
-    arguments, makes an object with ``to_bytes(obj) -> bytes`` and ``from_bytes(data)``
-    (:class:`samzapy.serdes.Serde`); checked on the class, or on what the function returns.
+    """The user's serde named by ``spec``.
+
+    A class (or a function) that, called without arguments, makes an object with
+    ``to_bytes(obj) -> bytes`` and ``from_bytes(data)`` (:class:`samzapy.serdes.Serde`); checked
+    on the class, or on what the function returns.
 
     Raises:
         ConfigError: the module is missing or raised while importing, it has no such
@@ -180,8 +182,10 @@ def resolve_serde_factory(spec: str, key: str, location: str) -> object:
 
 
 def resolve_processor(spec: str, key: str, location: str) -> Processor:
-    """The side-input processor named by ``spec``: a function, or a class (built without
-    arguments) whose instances have ``process(envelope, store)``; then that bound method.
+    """The side-input processor named by ``spec``.
+
+    A function, or a class (built without arguments) whose instances have
+    ``process(envelope, store)``; then that bound method.
 
     Raises:
         ConfigError: the module is missing or raised while importing, it has no such

@@ -78,9 +78,12 @@ class Validation:
                 self._near_reserved(key)
 
     def _near_reserved(self, key: str) -> None:
-        """An application key whose first word is a misspelt reserved prefix (``store.``,
-        ``system.``, ...) and which, spelt right, is a key samzapy reads: a typo that would
-        otherwise be silently kept as an application key (a store without its changelog, say)."""
+        """Report an application key that is a reserved key with a misspelt prefix.
+
+        Its first word is a misspelt reserved prefix (``store.``, ``system.``, ...) and, spelt
+        right, it is a key samzapy reads: a typo that would otherwise be silently kept as an
+        application key (a store without its changelog, say).
+        """
         first, dot, rest = key.partition(".")
         if not dot:
             return
