@@ -275,7 +275,7 @@ class TimestampOrder:
             return self._still_expected(part, at, now)  # on the broker: the next polls bring it
         if self._exit_at_end:
             return False  # nothing beyond the end at start is read: nothing to wait for
-        high = self.inputs.consumer.highwater(part.tp)
+        high = self.inputs.highwater(part.tp)
         if high is not None and at < high and part.empty_polls < EMPTY_POLLS_AT_END:
             return True  # the last fetch said there is more
         deadline = self._deadlines.setdefault(part.tp, now + self._max_idle_s)

@@ -91,6 +91,14 @@ class Inputs:
         self._held = set(held)
         self._reassign(position)
 
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The end offset the last fetch of ``tp`` reported, ``None`` if unknown.
+
+        ``None`` before a fetch, or while ``tp`` is not assigned (a held or bootstrap-waiting
+        input), where kafka-python raises IllegalStateError.
+        """
+        return self.consumer.highwater(tp) if tp in self._assigned else None
+
     @property
     def assigned(self) -> frozenset[TopicPartition]:
         """The partitions read now (a bootstrapping task's other inputs are not)."""
@@ -134,8 +142,12 @@ class Inputs:
                 # An intermediate stream grows while the job runs (its own tasks write it): it is
                 # caught up only while read to the end the consumer last saw and quiet, never for
                 # good, so --exit-at-end reads back what the job wrote (issue 29).
-                high = self.consumer.highwater(part.tp) or 0
-                part.caught_up = at >= max(part.start_end, high) and part.empty_polls >= EMPTY_POLLS_AT_END
+                high = self.highwater(part.tp) or 0
+                part.caught_up = (
+                    part.tp not in self._held  # held: its reader buffers records not processed yet
+                    and at >= max(part.start_end, high)
+                    and part.empty_polls >= EMPTY_POLLS_AT_END
+                )
                 continue
             if part.caught_up:
                 continue
@@ -155,7 +167,7 @@ class Inputs:
         """Per input stream, the summed lag (high watermark minus position) of its partitions."""
         lags: dict[str, int] = {}
         for tp, part in self.partitions.items():
-            high = self.consumer.highwater(tp)
+            high = self.highwater(tp)
             if high is None:
                 high = part.start_end
             behind = max(0, high - position.get(part.ssp, part.start_offset))
