@@ -92,7 +92,17 @@ def _timestamp(timestamp: str | Callable[[Any], int] | None, where: Where) -> Ca
         name = timestamp
 
         def field_time(value: Any) -> int:
-            return value[name]
+            try:
+                return value[name]
+            except (LookupError, TypeError) as exc:  # not a dict (e.g. a str serde), no such field
+                shown = repr(value if len(repr(value)) <= 60 else f"{repr(value)[:57]}...")
+                msg = (
+                    f"timestamp={name!r} (at {where}): the value has no field {name!r} to read the "
+                    f"event time from (a {type(value).__name__}: {shown}); read the source's "
+                    "values as JSON objects (value=samzapy.json), or give timestamp= a function "
+                    "of the value"
+                )
+                raise LookupError(msg) from exc
 
         field_time.__qualname__ = f"timestamp field {name!r}"
         field_time.field = name  # type: ignore[attr-defined]  # read directly on the hot path

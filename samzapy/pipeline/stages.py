@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from samzapy.errors import SerdeError
 from samzapy.operators import (
     Deduplicator,
 )
@@ -147,7 +148,11 @@ class ToStage(Stage):
 
     def push(self, key: Any, value: Any, ts: int, rid: str | None) -> None:
         """Send the record; then to the children (a ``to`` may go on)."""
-        self.task.collector.send(OutgoingMessageEnvelope(self.stream, key=key, message=value, id=rid))
+        try:
+            self.task.collector.send(OutgoingMessageEnvelope(self.stream, key=key, message=value, id=rid))
+        except SerdeError as exc:  # the Error line names the user's to(), not samzapy's frames
+            msg = f"in the pipeline's to() at {self.node.where}: {exc} (to()'s key=/value= set them)"
+            raise SerdeError(msg) from exc
         self.emit(key, value, ts, rid)
 
 

@@ -3,7 +3,12 @@ done-when): each test is the user's pipeline and the output the docs promise."""
 
 from __future__ import annotations
 
+import sys
+
+import pytest
+
 import samzapy
+from samzapy.errors import SerdeError
 from samzapy.pipeline.testing import PipelineHarness
 
 
@@ -40,3 +45,29 @@ def test_records_of_two_partitions_at_the_same_offset_get_different_ids():
         h.send("views", "cyd", {"page": "/c"}, timestamp=100)
         got = sorted((k, v["zip"]) for k, v in h.outputs("enriched"))
     assert got == [("ann", "10115"), ("cyd", "80331")]
+
+
+def test_a_value_without_the_timestamp_field_says_which_source_and_how_to_fix_it():
+    # timestamp="ts" on a source read with value=samzapy.string: the value is a str, and the
+    # job stopped with "TypeError: string indices must be integers, not 'str'", no line.
+    app = samzapy.App("ts-field")
+    app.stream("views", value=samzapy.string, timestamp="ts").to("out")
+    with PipelineHarness(app) as h, pytest.raises(LookupError) as raised:
+        h.send("views", "ann", '{"ts": 5}')
+    message = str(raised.value)
+    assert "timestamp='ts'" in message and "test_pipeline_newuser.py:" in message
+    assert "a str" in message and "value=samzapy.json" in message
+    stopped = [n for n in raised.value.__notes__ if n.startswith("samzapy.testing: the task stopped")]
+    assert "test_pipeline_newuser.py:" in stopped[0]  # the one-line Error names the line too
+
+
+def test_a_value_the_output_serde_cannot_write_names_the_to_stage():
+    # to(value=samzapy.long) given dicts: the Error line named the topic's config key but not
+    # the user's to() line.
+    app = samzapy.App("bad-out")
+    app.stream("views").to("out", value=samzapy.long)
+    line = sys._getframe().f_lineno - 1
+    with PipelineHarness(app) as h, pytest.raises(SerdeError) as raised:
+        h.send("views", "ann", {"page": "/a"})
+    stopped = [n for n in raised.value.__notes__ if n.startswith("samzapy.testing: the task stopped")]
+    assert f"to() at test_pipeline_newuser.py:{line}" in stopped[0]
