@@ -43,8 +43,10 @@ FIX = (
 
 
 class NotAStoreError(Exception):
-    """The directory does not hold a RocksDB store at all (as opposed to a damaged one);
-    callers turn it into their bad-argument error."""
+    """The directory does not hold a RocksDB store at all (as opposed to a damaged one).
+
+    Callers turn it into their bad-argument error.
+    """
 
 
 def looks_like_db(path: Path) -> bool:
@@ -53,8 +55,10 @@ def looks_like_db(path: Path) -> bool:
 
 
 def damaged(path: Path, what: str, store: str | None = None, file: Path | None = None) -> StorageFailure:
-    """The error for a damaged store at ``path``: the file (``file``, else the SST RocksDB
-    names in ``what``), what is wrong, then the fix."""
+    """The error for a damaged store at ``path``.
+
+    The file (``file``, else the SST RocksDB names in ``what``), what is wrong, then the fix.
+    """
     if file is None:
         found = _SST_IN_TEXT.search(what)
         file = Path(found.group(1)) if found else None
@@ -89,9 +93,10 @@ def check_manifest(path: Path, store: str | None = None) -> None:
 
 
 def probe(path: Path, store: str | None = None) -> None:
-    """Open a store no live process has open read-only once, so that RocksDB checks every
-    file its MANIFEST lists; a live store is left to its primary (a read-only open could race
-    the primary deleting files it compacted away).
+    """Open a store no live process has open read-only once, to check its files.
+
+    RocksDB then checks every file its MANIFEST lists. A live store is left to its primary (a
+    read-only open could race the primary deleting files it compacted away).
 
     Raises:
         StorageFailure: a listed file is missing, truncated or unreadable.

@@ -63,7 +63,8 @@ def _query_lock(lock: Path) -> bool | None:
     try:
         query = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
         answer = fcntl.fcntl(fd, _GETLK, query)
-        return _FLOCK.unpack(answer)[0] != fcntl.F_UNLCK
+        locked: bool = _FLOCK.unpack(answer)[0] != fcntl.F_UNLCK
+        return locked
     except (OSError, struct.error):
         return None
     finally:

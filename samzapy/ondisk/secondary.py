@@ -33,6 +33,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from rocksdict import AccessType, Options, Rdict, ReadOptions
 
@@ -156,7 +157,8 @@ class SecondaryDb:
         if not keys:
             return []
         try:
-            found = self._db.get(keys)
+            # rocksdict's stub takes a list of any key type (invariant) and returns Any
+            found = cast("list[bytes | None]", self._db.get(keys))  # type: ignore[arg-type]
         except Exception as exc:  # rocksdict raises plain Exception with RocksDB's status text
             raise failed_read(exc, self.location.path, self.store) from None
         return [self._value(v) for v in found]
@@ -183,7 +185,7 @@ class SecondaryDb:
             key = it.key()
             if prefix is not None and not key.startswith(prefix):
                 return
-            yield key, self._value(it.value())
+            yield key, cast(bytes, self._value(it.value()))  # an entry read back has a value
             read += 1
             it.next()
         check_iterator(it, self.location.path, read, self.store)
@@ -197,7 +199,7 @@ class SecondaryDb:
         db = getattr(self, "_db", None)
         if db is not None:
             db.close()
-            self._db = None
+            self._db = None  # type: ignore[assignment]  # closed: a second close() does nothing
         shutil.rmtree(self._scratch, ignore_errors=True)
 
     def __enter__(self) -> SecondaryDb:
