@@ -39,10 +39,11 @@ from samzapy.operators.stream_join_layout import LAYOUT_KEY
 
 
 def joined_record(click: dict, impression: dict | None) -> dict:
-    """The output: the impression's fields, then the click's (times renamed apart), each in
-    sorted key order — a buffered record comes back from the store with sorted keys, a live
-    one in its own order, and a result re-sent after a crash must have the same bytes. An
-    unjoined click is returned with sorted keys.
+    """The output: the impression's fields, then the click's, each in sorted key order.
+
+    The times are renamed apart. Sorted keys: a buffered record comes back from the store with
+    sorted keys, a live one in its own order, and a result re-sent after a crash must have the
+    same bytes. An unjoined click is returned with sorted keys.
 
     >>> click = {"ts": 9, "impression_id": "i", "click_id": "c"}
     >>> joined_record(click, {"ts": 5, "impression_id": "i", "ad": "a"})
@@ -199,8 +200,10 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
         self._decide(self.join.expire(), collector)
 
     def _decide(self, results: list[JoinResult], collector) -> None:
-        """Send each result whose click id is not decided yet, and register it as decided
-        (layout 2: the join decided already)."""
+        """Send each result whose click id is not decided yet, and register it as decided.
+
+        In layout 2 the join decided already.
+        """
         for result in results:
             click = result.left
             if self.registry is not None and not self.registry.try_register(

@@ -73,9 +73,11 @@ def run(
     metrics_file: Path | None,
     processes: int | None,
 ) -> None:
-    """Run the job described by CONFIG (a .properties file; or --config-path CONFIG), or the
-    pipeline CONFIG names (app.py or package.module:app; --config-path then adds a
-    .properties file for the rest)."""
+    """Run the job described by CONFIG, or the pipeline CONFIG names.
+
+    CONFIG is a .properties file (or --config-path CONFIG), or a pipeline: app.py or
+    package.module:app; --config-path then adds a .properties file for the rest.
+    """
     from samzapy.config import load_config, parse_job_config
 
     if config is not None and _maybe_app(config):
@@ -110,10 +112,11 @@ def run(
 
 
 def _maybe_app(config: str) -> bool:
-    """Whether CONFIG may name a pipeline app (:func:`samzapy.pipeline.loader.is_app_spec`
-    decides). A ``.properties`` file never does, and is answered without importing the
-    pipeline package, which brings the stores and the Kafka client (~0.2 s: a config error
-    should be quick)."""
+    """Whether CONFIG may name a pipeline app (:func:`samzapy.pipeline.loader.is_app_spec` decides).
+
+    A ``.properties`` file never does, and is answered without importing the pipeline package,
+    which brings the stores and the Kafka client (~0.2 s: a config error should be quick).
+    """
     if config.endswith(".properties") or config.startswith("file:"):
         return False
     from samzapy.pipeline.loader import is_app_spec
@@ -122,8 +125,11 @@ def _maybe_app(config: str) -> bool:
 
 
 def _one_copy(job: JobConfig, container_id: int, take_over: bool) -> AbstractContextManager[object]:
-    """Passthrough mode: the container's lock (:mod:`samzapy.instance_lock`), so that a second
-    copy on this machine refuses at once (exit 2); group mode: nothing, a second member joins."""
+    """What keeps a second copy of this container from running on this machine.
+
+    Passthrough mode: the container's lock (:mod:`samzapy.instance_lock`), so that a second copy
+    on this machine refuses at once (exit 2); group mode: nothing, a second member joins.
+    """
     from samzapy.instance_lock import InstanceLock, lock_path
 
     if job.coordinator == "group":

@@ -68,8 +68,11 @@ def _loopback_port() -> int:
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    """In a member before exec: SIGTERM when the parent dies (a kill -9 of the parent must not
-    leave members running unsupervised)."""
+    """In a member before exec.
+
+    SIGTERM when the parent dies (a kill -9 of the parent must not leave members running
+    unsupervised).
+    """
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
