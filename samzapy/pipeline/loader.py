@@ -42,11 +42,13 @@ def is_app_spec(target: str) -> bool:
 def _split_file(spec: str) -> tuple[Path, str | None]:
     if Path(spec).is_file():
         return Path(spec), None
-    head, _, attr = spec.rpartition(":")
+    head, colon, attr = spec.rpartition(":")
+    if not colon:  # a missing app.py, named as typed (not as the empty head '.')
+        return Path(spec), None
     return Path(head), attr or None
 
 
-def load_app(spec: str, location: str = "--") -> App:
+def load_app(spec: str, location: str = "command line") -> App:
     """The :class:`App` named by ``spec`` (see the module); imported once per process.
 
     Raises:

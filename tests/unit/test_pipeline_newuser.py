@@ -71,3 +71,14 @@ def test_a_value_the_output_serde_cannot_write_names_the_to_stage():
         h.send("views", "ann", {"page": "/a"})
     stopped = [n for n in raised.value.__notes__ if n.startswith("samzapy.testing: the task stopped")]
     assert f"to() at test_pipeline_newuser.py:{line}" in stopped[0]
+
+
+def test_a_missing_app_file_is_named_as_typed(tmp_path, monkeypatch):
+    # `samzapy run nope.py` said "Error: no app file '.' (--)".
+    from samzapy.config import ConfigError
+    from samzapy.pipeline.loader import load_app
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as raised:
+        load_app("nope.py")
+    assert str(raised.value).startswith("no app file 'nope.py' (command line): give a Python file")
