@@ -54,9 +54,6 @@ from samzapy.streams import SystemStream
 
 log = logging.getLogger(__name__)
 
-#: The values of ``task.input.order``.
-INPUT_ORDERS = ("timestamp", "arrival")
-
 #: Seconds a task waits for the records an input had below its end at start before it goes on
 #: without them (they should come with the next polls; this only guards against their loss).
 STALL_S = 30.0
