@@ -1,5 +1,7 @@
-"""Checkpoints in Kafka: per task, each input partition's next offset and each store's
-changelog offset, in one record so that they can never disagree.
+"""Checkpoints in Kafka.
+
+Per task, each input partition's next offset and each store's changelog offset, in one record so
+that they can never disagree.
 
 The checkpoint topic is Samza's ``__samza_checkpoint_ver_1_for_<job>_<id>``: one partition,
 compacted.
@@ -57,8 +59,10 @@ def generation_header(generation: int) -> list[tuple[str, bytes]]:
 
 
 def record_generation(record: Any) -> int | None:
-    """The writer's generation a consumed changelog record carries (``None``: no header, a
-    record of a samzapy without generation headers)."""
+    """The writer's generation a consumed changelog record carries.
+
+    ``None``: no header, a record of a samzapy without generation headers.
+    """
     for name, value in record.headers or ():
         if name == GENERATION_HEADER and value:
             return int(value)
@@ -67,8 +71,10 @@ def record_generation(record: Any) -> int | None:
 
 @dataclass(frozen=True)
 class ChangelogFence:
-    """Which changelog records of a store a reader skips: those after offset ``start`` written
-    by a generation below ``generation`` (a zombie's, landed after the takeover).
+    """Which changelog records of a store a reader skips.
+
+    Those after offset ``start`` written by a generation below ``generation`` (a zombie's,
+    landed after the takeover).
 
     ``start`` is the changelog offset the owning generation claimed the task at (``None``:
     the changelog had no committed record then); records up to it are all taken. A zombie's
@@ -130,8 +136,10 @@ class TaskCheckpoint:
     supersedes: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
 
     def fence_for(self, store: str) -> ChangelogFence | None:
-        """The rule a reader of ``store``'s changelog applies to reach this checkpoint's state
-        (``None``: take every record up to the checkpointed offset)."""
+        """The rule a reader of ``store``'s changelog applies to reach this checkpoint's state.
+
+        ``None``: take every record up to the checkpointed offset.
+        """
         if not self.fence_generation:
             return None
         return ChangelogFence(self.fence_offsets.get(store), self.fence_generation)
@@ -194,8 +202,9 @@ class TaskCheckpoint:
 
 
 def checkpoint_key(checkpoint: TaskCheckpoint) -> bytes:
-    """The key of ``checkpoint``'s record in the checkpoint topic: task, generation and
-    claimant (see the module doc).
+    """The key of ``checkpoint``'s record in the checkpoint topic.
+
+    Task, generation and claimant (see the module doc).
 
     >>> checkpoint_key(TaskCheckpoint("Partition 3", generation=2, claimant="host:7:ab"))
     b'Partition 3#2#host:7:ab'
@@ -262,9 +271,11 @@ class CheckpointFold:
     def add(
         self, checkpoint: TaskCheckpoint, offset: int | None = None, record_key: bytes | None = None
     ) -> bool:
-        """Fold in the next record of the log (``offset``: its offset, default one past the
-        last; ``record_key``: the key it was written with, default the implied one); returns
-        whether it is now its task's checkpoint."""
+        """Fold in the next record of the log; whether it is now its task's checkpoint.
+
+        ``offset``: its offset, default one past the last; ``record_key``: the key it was
+        written with, default the implied one.
+        """
         offset = self._next if offset is None else offset
         self._next = offset + 1
         name, generation, claimant = checkpoint.task_name, checkpoint.generation, checkpoint.claimant
@@ -291,8 +302,10 @@ class CheckpointFold:
         return self.checkpoints.get(name) is checkpoint
 
     def remove(self, record_key: bytes) -> None:
-        """A tombstone: the records written with ``record_key`` are gone (what was learnt of
-        generations and claims stays)."""
+        """A tombstone: the records written with ``record_key`` are gone.
+
+        What was learnt of generations and claims stays.
+        """
         for name, entries in self._entries.items():
             gone = [key for key, entry in entries.items() if entry.record_key == record_key]
             for key in gone:
@@ -317,8 +330,10 @@ class CheckpointFold:
         self.checkpoints.pop(name, None)
 
     def owner(self, task_name: str, generation: int) -> str | None:
-        """The claimant of the first claim of ``generation`` of the task (``None``: no record
-        of that generation had a claimant)."""
+        """The claimant of the first claim of ``generation`` of the task.
+
+        ``None``: no record of that generation had a claimant.
+        """
         claims = self._claims.get((task_name, generation))
         return min(claims, key=lambda c: (claims[c], c)) if claims else None
 
@@ -331,9 +346,11 @@ class CheckpointFold:
         return self._seen.get(task_name, 0)
 
     def superseded(self, task_name: str, generation: int, claimant: str) -> tuple[bytes, ...]:
-        """The keys of the task's kept records that ``claimant``, owning ``generation``, may
-        tombstone once its own record is durable: lower generations', and other claimants' of
-        ``generation`` (claims that lost the race)."""
+        """The keys of the task's kept records that ``claimant`` may tombstone.
+
+        ``claimant``, owning ``generation``, may tombstone them once its own record is durable:
+        lower generations', and other claimants' of ``generation`` (claims that lost the race).
+        """
         keys = {
             e.record_key
             for e in self._entries.get(task_name, {}).values()
@@ -347,8 +364,11 @@ class CheckpointFold:
         return tuple(sorted({e.record_key for e in self._entries.get(task_name, {}).values()}))
 
     def add_record(self, record: Any, topic: str) -> TaskCheckpoint | None:
-        """Fold in one consumed record of ``topic``; returns its checkpoint when it became its
-        task's (``None`` for a key-less record, a tombstone or an ignored record)."""
+        """Fold in one consumed record of ``topic``.
+
+        Returns its checkpoint when it became its task's (``None`` for a key-less record, a
+        tombstone or an ignored record).
+        """
         if record.key is None:
             return None
         if record.value is None:
@@ -359,8 +379,10 @@ class CheckpointFold:
 
 
 def read_checkpoints(bootstrap_servers: str, topic: str) -> dict[str, TaskCheckpoint]:
-    """Every task's checkpoint in ``topic`` (:class:`CheckpointFold`'s rules; empty when the
-    topic is empty)."""
+    """Every task's checkpoint in ``topic``.
+
+    By :class:`CheckpointFold`'s rules; empty when the topic is empty.
+    """
     return read_checkpoint_fold(bootstrap_servers, topic).checkpoints
 
 
@@ -392,16 +414,21 @@ class CheckpointWriter:
         self.topic = topic
 
     def write(self, checkpoint: TaskCheckpoint) -> None:
-        """Queue ``checkpoint`` as the newest record of its task, keyed by
-        :func:`checkpoint_key`, then tombstones of the keys it :attr:`~TaskCheckpoint.supersedes`
-        (after it in the log: never one without the other before it)."""
+        """Queue ``checkpoint`` as the newest record of its task, then the tombstones it implies.
+
+        It is keyed by :func:`checkpoint_key`; the tombstones are of the keys it
+        :attr:`~TaskCheckpoint.supersedes` (after it in the log: never one without the other
+        before it).
+        """
         self._producer.send(self.topic, checkpoint_key(checkpoint), checkpoint.to_bytes(), partition=0)
         for key in checkpoint.supersedes:
             self.tombstone(key)
 
     def tombstone(self, record_key: bytes) -> None:
-        """Queue a tombstone of ``record_key`` (deleting a task: every one of
-        :meth:`CheckpointFold.record_keys`)."""
+        """Queue a tombstone of ``record_key``.
+
+        Deleting a task: every one of :meth:`CheckpointFold.record_keys`.
+        """
         self._producer.send(self.topic, record_key, None, partition=0)
 
     def flush(self) -> None:

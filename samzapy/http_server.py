@@ -1,6 +1,7 @@
-"""The container's HTTP surface: one small server type for the Prometheus reporter
-(``/metrics``, ``/health``), the status page (``/``, ``/status.json``) and the interactive
-queries (``/stores``).
+"""The container's HTTP surface.
+
+One small server type for the Prometheus reporter (``/metrics``, ``/health``), the status page
+(``/``, ``/status.json``) and the interactive queries (``/stores``).
 
 It is safe to leave running on a shared network: each connection has a socket timeout, the
 server serves at most ``max_connections`` at once (more get a 503 and are closed, so 400
@@ -112,8 +113,10 @@ class BackgroundHttpServer:
         self._serving = False
 
     def add_route(self, path: str, route: Route, *, prefix: bool = False, guarded: bool = False) -> None:
-        """Serve ``GET path`` (every path under it with ``prefix``) with ``route``; a
-        ``guarded`` route needs the bearer token when one is configured."""
+        """Serve ``GET path`` (every path under it with ``prefix``) with ``route``.
+
+        A ``guarded`` route needs the bearer token when one is configured.
+        """
         self._routes[path] = (route, prefix, guarded)
 
     def has_route(self, path: str) -> bool:
@@ -127,8 +130,10 @@ class BackgroundHttpServer:
         return self._server.server_address[1]
 
     def listen(self) -> None:
-        """Bind the port and listen, without serving yet: connections queue in the backlog
-        until :meth:`start` (which listens first if this was not called).
+        """Bind the port and listen, without serving yet.
+
+        Connections queue in the backlog until :meth:`start` (which listens first if this was
+        not called).
 
         Raises:
             SamzapyError: the port cannot be bound (in use, or not allowed).
@@ -200,8 +205,11 @@ class BackgroundHttpServer:
         return None
 
     def _authorised(self, target: str, authorization: str | None) -> bool:
-        """The token as ``Authorization: Bearer <token>``, or as ``?token=`` (a browser opening
-        the status page cannot set a header; the page sends the header on its own fetches)."""
+        """The token as ``Authorization: Bearer <token>``, or as ``?token=``.
+
+        A browser opening the status page cannot set a header; the page sends the header on its
+        own fetches.
+        """
         assert self.token is not None
         offered = ""
         if authorization and authorization.lower().startswith("bearer "):

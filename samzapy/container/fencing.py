@@ -83,7 +83,8 @@ class FencingError(CheckpointError):
 class ContainerFenced(FencingError):
     """Another container took tasks of this one over: it stops sending and exits non-zero.
 
-    ``taken``: task name -> (its generation now, the claimant that owns it)."""
+    ``taken``: task name -> (its generation now, the claimant that owns it).
+    """
 
     def __init__(self, taken: dict[str, tuple[int, str | None]]) -> None:
         self.taken = taken
@@ -150,11 +151,12 @@ class Fence:
     def claim(
         self, task_names: list[str], checkpoints: dict[str, TaskCheckpoint], writer: Any
     ) -> dict[str, TaskCheckpoint]:
-        """Take the tasks over (steps 1-3 of the module docstring); returns each task's claim
-        record, which names the offsets to restore to. It equals ``checkpoints[name]`` (with
-        the new generation) unless a claim race was lost: then the caller must restore from
-        the returned one. ``writer`` is the container's :class:`CheckpointWriter`; it is
-        flushed here.
+        """Take the tasks over (steps 1-3 of the module docstring).
+
+        Returns each task's claim record, which names the offsets to restore to. It equals
+        ``checkpoints[name]`` (with the new generation) unless a claim race was lost: then the
+        caller must restore from the returned one. ``writer`` is the container's
+        :class:`CheckpointWriter`; it is flushed here.
 
         Raises:
             FencingError: a task lost :data:`MAX_CLAIM_ROUNDS` claim races in a row.
@@ -195,8 +197,11 @@ class Fence:
     def _claim_record(
         self, name: str, checkpoints: dict[str, TaskCheckpoint], attempt: int
     ) -> TaskCheckpoint:
-        """The claim of ``name``: from the caller's checkpoint in the first round, from the
-        winner's (the topic as read back) after a lost race."""
+        """The claim of ``name``.
+
+        From the caller's checkpoint in the first round, from the winner's (the topic as read
+        back) after a lost race.
+        """
         if attempt == 1:
             base = checkpoints.get(name) or TaskCheckpoint(name)
         else:
@@ -219,9 +224,11 @@ class Fence:
     def checkpoint(
         self, task_name: str, input_offsets: dict[Any, int], changelog_offsets: dict[str, int | None]
     ) -> TaskCheckpoint:
-        """A commit's checkpoint of ``task_name``, stamped with its generation, its claimant
-        and its changelog fence: readers skip records of lower generations after the changelog
-        offsets the task was claimed at (``samzapy.checkpoint.ChangelogFence``)."""
+        """A commit's checkpoint of ``task_name``, stamped with its generation, claimant and fence.
+
+        Readers skip records of lower generations after the changelog offsets the task was
+        claimed at (``samzapy.checkpoint.ChangelogFence``).
+        """
         generation = self.generations[task_name]
         claimed = self._claimed[task_name].changelog_offsets
         checkpoint = TaskCheckpoint(
@@ -254,8 +261,10 @@ class Fence:
 
     @_locked
     def taken_over(self) -> dict[str, int]:
-        """Tasks another container has taken over (name -> its generation), read from the
-        topic now, without letting go of them (:meth:`lost` does)."""
+        """Tasks another container has taken over (name -> its generation), read from the topic now.
+
+        Without letting go of them (:meth:`lost` does).
+        """
         return self._taken_over()
 
     @_locked
@@ -288,8 +297,11 @@ class Fence:
             self._committed.discard(name)
 
     def _read(self) -> None:
-        """Fold in what was appended to the topic since the last read (renews the gate's lease:
-        what was read is at least as fresh as the moment the read began)."""
+        """Fold in what was appended to the topic since the last read.
+
+        This renews the gate's lease: what was read is at least as fresh as the moment the read
+        began.
+        """
         started = time.monotonic()
         with self._lock:
             for batch in read_partition(self._consumer, self._tp, self._position):
@@ -308,8 +320,10 @@ class Fence:
 
 
 class SendGate:
-    """Passthrough mode: a send goes out only while a fencing check younger than the lease
-    (:data:`SEND_LEASE_S`) said this container still owns its tasks (issue 28 item 3).
+    """Passthrough mode: a send goes out only while a recent fencing check allows it.
+
+    Recent: younger than the lease (:data:`SEND_LEASE_S`); the check said this container still
+    owns its tasks (issue 28 item 3).
 
     :class:`samzapy.kafka.producer.Producer` asks it before every send: when the lease has
     run out (no check for ``lease_s``; also after the process was stopped, a SIGSTOP or a long
@@ -339,11 +353,13 @@ class SendGate:
         fence.gate = self
 
     def start(self) -> SendGate:
-        """Renew the lease from a thread of its own, every quarter lease, so that a running
-        container's sends never wait for a read of the checkpoint topic (one broker round trip
-        or two); they still do after the process was stopped, when the lease ran out. The
-        thread reads with a reader of its own: a read it waits on (the broker unreachable)
-        never holds up the commit's fencing check."""
+        """Renew the lease from a thread of its own, every quarter lease.
+
+        So a running container's sends never wait for a read of the checkpoint topic (one broker
+        round trip or two); they still do after the process was stopped, when the lease ran out.
+        The thread reads with a reader of its own: a read it waits on (the broker unreachable)
+        never holds up the commit's fencing check.
+        """
         fence = self._fence
         watcher = Fence(fence._servers, fence._tp.topic)
         self._thread = threading.Thread(
