@@ -16,8 +16,15 @@ from typing import Any
 
 import pytest
 
+from samzapy.config import load_config, parse_job_config
 from samzapy.container import input_order
-from samzapy.container.input_order import TimestampOrder, merge_in_order, order_key, stream_indexes
+from samzapy.container.input_order import (
+    TimestampOrder,
+    input_source,
+    merge_in_order,
+    order_key,
+    stream_indexes,
+)
 from samzapy.container.inputs import InputPartition, Inputs
 from samzapy.records import TopicPartition
 from samzapy.streams import SystemStream, SystemStreamPartition
@@ -338,3 +345,29 @@ def test_records_gone_from_below_the_end_at_start_are_waited_for_30_s_then_warne
 def test_the_modules_doctests_pass() -> None:
     result = doctest.testmod(input_order)
     assert result.attempted > 0 and result.failed == 0
+
+
+JOB = """job.name=j
+task.class=samzapy.jobs.profile_settings_join:ProfileSettingsJoinTask
+task.inputs=kafka.profiles,kafka.settings
+"""
+
+
+@pytest.mark.parametrize(
+    ("lines", "order", "idle", "source"),
+    [
+        ("", "timestamp", 0, TimestampOrder),
+        ("task.input.order=arrival\n", "arrival", 0, Inputs),
+        ("task.input.order=TIMESTAMP\ntask.max.idle.ms=-1\n", "timestamp", None, TimestampOrder),
+        ("task.max.idle.ms=250\n", "timestamp", 250, TimestampOrder),
+    ],
+)
+def test_the_keys_choose_what_the_run_loop_polls(tmp_path, lines, order, idle, source) -> None:
+    file = tmp_path / "job.properties"
+    file.write_text(JOB + lines)
+    job = parse_job_config(load_config(file))
+    assert (job.input_order, job.max_idle_ms) == (order, idle)
+    inputs = inputs_over(
+        MemoryBroker(), MemoryConsumer(MemoryBroker(), random.Random(1)), [task(0)], [PROFILES]
+    )
+    assert type(input_source(job, inputs, exit_at_end=False)) is source
