@@ -29,7 +29,7 @@ from samzapy.pipeline.api import App
 from samzapy.pipeline.compiler import TASKS_KEY
 from samzapy.pipeline.task import PipelineTask
 from samzapy.streams import SystemStream
-from samzapy.testing import MemoryBroker, TaskHarness, distinct_by_id
+from samzapy.testing import HarnessError, MemoryBroker, TaskHarness, distinct_by_id
 
 
 class PipelineHarness:
@@ -84,7 +84,16 @@ class PipelineHarness:
             self._append(topic, key, value, timestamp=ts, partition=None)
         self.run()
 
+    def _known(self, what: str, name: str, known: Iterable[str]) -> None:
+        """Refuse a topic or store the pipeline does not have (a typo would test nothing):
+        ``what`` is the message, ``{name}``, ``{app}`` and ``{known}`` filled in."""
+        names = list(known)
+        if name not in names:
+            known_text = ", ".join(names) or "none"
+            raise HarnessError(what.format(name=repr(name), app=repr(self.plan.app.name), known=known_text))
+
     def _append(self, topic: str, key: Any, value: Any, *, timestamp: int, partition: int | None) -> None:
+        self._known(_NOT_AN_INPUT, topic, self._inputs())
         table = self.plan.side_inputs.get(topic)
         if table is not None:  # a global table: every task's copy takes it, as side inputs do
             name = self.plan.stores_of[table.id][0]
@@ -108,7 +117,16 @@ class PipelineHarness:
         ``topic`` (default: every source), then run."""
         self._control(topic, WATERMARK, {"control": "watermark", "watermark": time_ms})
 
+    def _written(self) -> list[str]:
+        late = [n.args["late_to"] for n in self.plan.app.nodes if n.kind == "window" and n.args["late_to"]]
+        return [*self.plan.outputs, *late]
+
+    def _inputs(self) -> list[str]:
+        return [*self.plan.inputs, *(t for t in self.plan.side_inputs if t not in self.plan.inputs)]
+
     def _control(self, topic: str | None, kind: bytes, body: dict[str, Any]) -> None:
+        if topic is not None:
+            self._known(_NOT_AN_INPUT, topic, self._inputs())
         for name in [topic] if topic else list(self.plan.sources):
             _, msg_serde = self._serdes.for_stream(SystemStream("kafka", name))
             raw = msg_serde.to_bytes(body) if msg_serde is not None else body
@@ -170,6 +188,7 @@ class PipelineHarness:
     def outputs(self, topic: str) -> list[tuple[Any, Any]]:
         """The (key, value) of each distinct output of ``topic`` (by ``samzapy.id``),
         decoded with the topic's serdes, in the order the broker took them."""
+        self._known("{name} is not written by pipeline {app} (it writes: {known})", topic, self._written())
         key_serde, msg_serde = self._serdes.for_stream(SystemStream("kafka", topic))
         kept = distinct_by_id(self.records(topic)).values()
         ordered = sorted(kept, key=lambda r: r.sequence)
@@ -177,6 +196,7 @@ class PipelineHarness:
 
     def store(self, name: str) -> dict[Any, Any]:
         """The contents of store ``name`` over every task, decoded with its serdes."""
+        self._known("no store {name} in pipeline {app} (its stores: {known})", name, self.plan.stores)
         found: dict[Any, Any] = {}
         for h in self.tasks:
             with h.stores[name].all() as entries:
@@ -187,6 +207,10 @@ class PipelineHarness:
         """Close every task harness."""
         for h in self.tasks:
             h.close()
+
+
+#: A topic a test sends to that no task reads (``_known``'s message).
+_NOT_AN_INPUT = "{name} is not an input of pipeline {app} (its inputs: {known})"
 
 
 def _decode(serde: Any, data: Any) -> Any:

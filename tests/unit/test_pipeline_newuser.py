@@ -82,3 +82,29 @@ def test_a_missing_app_file_is_named_as_typed(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as raised:
         load_app("nope.py")
     assert str(raised.value).startswith("no app file 'nope.py' (command line): give a Python file")
+
+
+def _upper_app() -> samzapy.App:
+    app = samzapy.App("upper")
+    app.stream("words").map(str.upper).to("upper")
+    return app
+
+
+def test_a_misspelt_topic_or_store_in_a_pipeline_test_is_refused_with_the_names_there_are():
+    # h.send("word", ...) was taken silently (no task reads it) and h.outputs("uper") was [],
+    # so a test asserting "nothing came out" passed on a typo; h.store("x") said KeyError: 'x'.
+    from samzapy.testing import HarnessError
+
+    with PipelineHarness(_upper_app()) as h:
+        with pytest.raises(
+            HarnessError, match=r"'word' is not an input of pipeline 'upper' \(its inputs: words\)"
+        ):
+            h.send("word", "a", "x")
+        with pytest.raises(
+            HarnessError, match=r"'uper' is not written by pipeline 'upper' \(it writes: upper\)"
+        ):
+            h.outputs("uper")
+        with pytest.raises(HarnessError, match=r"no store 'x' in pipeline 'upper' \(its stores: none\)"):
+            h.store("x")
+        h.send("words", "a", "x")
+        assert h.outputs("upper") == [("a", "X")]
