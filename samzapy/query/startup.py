@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from samzapy.query.directory import Directory, announce, directory_topic
 from samzapy.query.http import QueryHttpServer, add_query_route
@@ -18,6 +18,7 @@ from samzapy.reporters.prometheus import MetricsHttpServer
 from samzapy.streams import task_name_for
 
 if TYPE_CHECKING:
+    from samzapy.container.run_loop import Container
     from samzapy.kafka.admin import TopicAdmin
     from samzapy.records import RecordSink
 
@@ -53,7 +54,7 @@ def advertised_url(host: str, port: int, advertised: str | None) -> str:
 
 
 def start_queries(
-    container: Any, task_count: int, bootstrap_servers: str, admin: TopicAdmin, producer: RecordSink
+    container: Container, task_count: int, bootstrap_servers: str, admin: TopicAdmin, producer: RecordSink
 ) -> RunningQueries | None:
     """Start the query service of ``container`` if ``job.query.port`` is set.
 

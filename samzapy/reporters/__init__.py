@@ -1,5 +1,6 @@
-"""Metrics reporters, configured as in Samza (``metrics.reporters=NAME,...``,
-``metrics.reporter.NAME.class=...``):
+"""Metrics reporters, configured as in Samza.
+
+With ``metrics.reporters=NAME,...`` and ``metrics.reporter.NAME.class=...``:
 
 * ``snapshot`` (``org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory``): a JSON
   snapshot in Samza's ``MetricsSnapshot`` shape to ``metrics.reporter.NAME.stream`` every

@@ -14,27 +14,35 @@ They are gauges computed when a reporter reads them, never updated per message:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from samzapy.metrics import Counter, MetricsRegistry
+
+if TYPE_CHECKING:
+    from samzapy.container.inputs import InputPartition, Inputs
+    from samzapy.container.task_instance import TaskInstance
+    from samzapy.kafka.consumer import Consumer
 
 
 def _sum(counters: list[Counter]) -> Callable[[], int]:
     return lambda: sum(c.value for c in counters)
 
 
-def _live_sum(tasks: Callable[[], Iterable[Any]], name: str) -> Callable[[], int]:
-    """The sum of counter ``name`` over the tasks the container runs at read time (group mode
-    adds and removes tasks while it runs)."""
+def _live_sum(tasks: Callable[[], Iterable[TaskInstance]], name: str) -> Callable[[], int]:
+    """The sum of counter ``name`` over the tasks the container runs at read time.
+
+    Group mode adds and removes tasks while it runs.
+    """
     return lambda: sum(t.metrics.counter(name).value for t in list(tasks()))
 
 
 def register_container_gauges(
-    registry: MetricsRegistry, tasks: Callable[[], Iterable[Any]], inputs: Any
+    registry: MetricsRegistry, tasks: Callable[[], Iterable[TaskInstance]], inputs: Inputs | None
 ) -> None:
-    """Register the gauges of the module docstring: ``tasks`` returns the container's
-    ``TaskInstance`` objects at the time of a read; ``inputs`` is the container's ``Inputs``
-    (or ``None``).
+    """Register the gauges of the module docstring.
+
+    ``tasks`` returns the container's ``TaskInstance`` objects at the time of a read; ``inputs``
+    is the container's ``Inputs`` (or ``None``).
 
     Every counter summed exists from its task's creation, so a read from a reporter's thread
     never creates a metric.
@@ -50,31 +58,36 @@ def register_container_gauges(
         register_input_gauges(registry, inputs.consumer, list(inputs.partitions.values()))
 
 
-def register_task_gauges(task: Any) -> None:
+def register_task_gauges(task: TaskInstance) -> None:
     """``process-calls`` of one task (one ``process`` call per message)."""
     task.metrics.gauge("process-calls", _sum([task.metrics.counter("messages-actually-processed")]))
 
 
-def register_input_gauges(registry: MetricsRegistry, consumer: Any, partitions: list[Any]) -> None:
+def register_input_gauges(
+    registry: MetricsRegistry, consumer: Consumer, partitions: list[InputPartition]
+) -> None:
     """``offset``, ``high-watermark`` and ``lag`` of each of ``partitions`` (``InputPartition``)."""
     for part in partitions:
         _register_input(registry, consumer, part)
 
 
-def forget_input_gauges(registry: MetricsRegistry, inputs: Any) -> None:
-    """Remove the input groups of partitions ``inputs`` no longer reads (their task left):
-    a stale lag of a partition another member reads would mislead."""
+def forget_input_gauges(registry: MetricsRegistry, inputs: Inputs) -> None:
+    """Remove the input groups of partitions ``inputs`` no longer reads (their task left).
+
+    A stale lag of a partition another member reads would mislead.
+    """
     read = {f"input.{part.ssp}" for part in inputs.partitions.values()}
     for group in registry.groups():
         if group.name.startswith("input.") and group.name not in read:
             registry.remove(group.name)
 
 
-def _register_input(registry: MetricsRegistry, consumer: Any, part: Any) -> None:
+def _register_input(registry: MetricsRegistry, consumer: Consumer, part: InputPartition) -> None:
     group = registry.group(f"input.{part.ssp}")
 
     def offset() -> int:
-        return part.task.offsets.get(part.ssp, part.start_offset)
+        position: int = part.task.offsets.get(part.ssp, part.start_offset)
+        return position
 
     def high_watermark() -> int:
         try:

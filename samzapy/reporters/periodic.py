@@ -1,5 +1,6 @@
-"""Reporters that report every ``interval.seconds`` from a thread of their own: a JSON
-snapshot to a Kafka stream (Samza's ``MetricsSnapshotReporter``) and a log line.
+"""Reporters that report every ``interval.seconds`` from a thread of their own.
+
+A JSON snapshot to a Kafka stream (Samza's ``MetricsSnapshotReporter``) and a log line.
 
 Each report reads :meth:`samzapy.metrics.MetricsRegistry.snapshot`; nothing is done per
 metric update. A report that fails (broker away) is logged and skipped: metrics never stop
@@ -16,10 +17,13 @@ import threading
 import time
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.config.model import ReporterSpec
 from samzapy.metrics import MetricsRegistry
+
+if TYPE_CHECKING:
+    from samzapy.kafka.producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +58,10 @@ def registry_snapshot(registry: MetricsRegistry) -> dict[str, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class ReportSource:
-    """Who reports: the header fields shared by every snapshot of a container
-    (``reset_time_ms``: when the container started, Samza's ``reset-time``)."""
+    """Who reports: the header fields shared by every snapshot of a container.
+
+    ``reset_time_ms``: when the container started, Samza's ``reset-time``.
+    """
 
     job_name: str
     job_id: str
@@ -151,8 +157,9 @@ class LogReporter(PeriodicReporter):
 
 
 class SnapshotReporter(PeriodicReporter):
-    """Sends a JSON :func:`snapshot_message` to ``spec.stream`` per report (Samza's
-    ``MetricsSnapshotReporter``), keyed by :attr:`ReportSource.source`.
+    """Sends a JSON :func:`snapshot_message` to ``spec.stream`` per report.
+
+    Samza's ``MetricsSnapshotReporter``; keyed by :attr:`ReportSource.source`.
 
     The stream is created (one partition) when missing. It has its own producer: the
     container's belongs to the run loop's thread.
@@ -169,7 +176,7 @@ class SnapshotReporter(PeriodicReporter):
         super().__init__(spec, registry, source)
         self._servers = bootstrap_servers
         self._replication_factor = replication_factor
-        self._producer: Any = None
+        self._producer: Producer | None = None
 
     def start(self) -> None:
         """Create the stream if needed, connect, start reporting."""
@@ -197,6 +204,7 @@ class SnapshotReporter(PeriodicReporter):
         message = snapshot_message(self.source, metrics, int(time.time() * 1000))
         value = json.dumps(message, default=str).encode()
         try:
+            assert self._producer is not None and self.spec.stream is not None  # connected, started
             self._producer.send(self.spec.stream.stream, self.source.source.encode(), value)
             self._producer.flush(timeout_s=max(10.0, self.spec.interval_s))
         except Exception:

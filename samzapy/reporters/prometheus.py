@@ -1,5 +1,4 @@
-"""The Prometheus reporter: ``/metrics`` (Prometheus text or OpenMetrics) and ``/health`` on
-one HTTP port.
+"""The Prometheus reporter: ``/metrics`` (Prometheus text or OpenMetrics) and ``/health`` on one HTTP port.
 
 Metrics are not mirrored into ``prometheus_client`` objects as they change: a custom
 collector reads :meth:`~samzapy.metrics.MetricsRegistry.snapshot` at scrape time, so an
@@ -58,8 +57,9 @@ RESERVED_SUFFIXES = ("_count", "_sum", "_bucket")
 
 
 def metric_name(kind: str, name: str) -> str:
-    """The Prometheus family name of registry metric ``name`` of a group of ``kind``, in base
-    units and without ``_total`` (:mod:`samzapy.reporters.catalog`).
+    """The Prometheus family name of registry metric ``name`` of a group of ``kind``.
+
+    In base units and without ``_total`` (:mod:`samzapy.reporters.catalog`).
 
     >>> metric_name("store", "restored-bytes"), metric_name("task", "process-ns")
     ('samzapy_store_restored_bytes', 'samzapy_task_process_seconds')
@@ -153,7 +153,9 @@ class RegistryCollector(Collector):
         label_names = sorted({k for _, labels, _ in found for k in labels})
         doc = found[0][0]
         if all(d.kind == COUNTER for d, _, _ in found):
-            family: Any = CounterMetricFamily(name, doc.help, labels=label_names, unit="")
+            family: CounterMetricFamily | GaugeMetricFamily = CounterMetricFamily(
+                name, doc.help, labels=label_names, unit=""
+            )
         else:  # a counter's name ends in _total; a gauge's may end in what histograms keep
             gauge_name = f"{name}_value" if name.endswith(RESERVED_SUFFIXES) else name
             family = GaugeMetricFamily(gauge_name, doc.help, labels=label_names)
@@ -186,8 +188,10 @@ def _le(bound: float) -> str:
 
 
 class MetricsHttpServer:
-    """Serves ``/metrics`` and ``/health`` on a daemon thread; the status page and the
-    interactive queries add their routes to :attr:`http` when they share its port.
+    """Serves ``/metrics`` and ``/health`` on a daemon thread.
+
+    The status page and the interactive queries add their routes to :attr:`http` when they share
+    its port.
 
     ``/health`` answers JSON ``{status, since, tasks, error, job, container}``, HTTP 200 when
     the container is running and 503 otherwise (restoring, failed, stopped), so that a

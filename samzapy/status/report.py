@@ -1,7 +1,9 @@
-"""What the status page shows, as JSON (``/status.json``): the job, this container, every task
-with its state, the inputs' lag over the last minutes, rates, commit time, store sizes,
-dropped and dead-lettered counts, recent changes, the other containers of the job, and the
-restore left in this container and in the job (:mod:`samzapy.status.restore_eta`).
+"""What the status page shows, as JSON (``/status.json``).
+
+The job, this container, every task with its state, the inputs' lag over the last minutes,
+rates, commit time, store sizes, dropped and dead-lettered counts, recent changes, the other
+containers of the job, and the restore left in this container and in the job
+(:mod:`samzapy.status.restore_eta`).
 
 A :class:`StatusSampler` thread reads the container's metrics every :data:`SAMPLE_EVERY_S`
 seconds and keeps :data:`SAMPLES_KEPT` samples: rates, restore progress and the lag charts
@@ -99,7 +101,8 @@ def _rate(samples: list[Sample], group: str, metric: str, window: int = 5) -> fl
     if len(recent) < 2 or recent[-1].at <= recent[0].at:
         return 0.0
     change = recent[-1].metrics[group][metric] - recent[0].metrics[group][metric]
-    return max(0.0, change / (recent[-1].at - recent[0].at))
+    rate: float = max(0.0, change / (recent[-1].at - recent[0].at))
+    return rate
 
 
 def _number(value: Any) -> float:
@@ -122,8 +125,11 @@ class StatusReport:
     started: float = field(default_factory=time.time)
 
     def build(self, *, with_peers: bool = True) -> dict[str, Any]:
-        """The document (see the module doc); ``with_peers=False`` leaves the others out (what
-        a peer asks for, so that no request fans out twice)."""
+        """The document (see the module doc).
+
+        ``with_peers=False`` leaves the others out (what a peer asks for, so that no request
+        fans out twice).
+        """
         now = self.sampler.now()
         samples = [*self.sampler.samples(), now]
         metrics = now.metrics
@@ -298,8 +304,11 @@ def _task_order(item: tuple[str, str]) -> tuple[int, str]:
 
 
 def _snapshot_lag(found: dict[str, Any]) -> dict[str, int]:
-    """``snapshot_lag_records`` of a store backed up to a blob store: the changelog records
-    committed since its newest complete snapshot (absent for a store without snapshots)."""
+    """``snapshot_lag_records`` of a store backed up to a blob store.
+
+    The changelog records committed since its newest complete snapshot (absent for a store
+    without snapshots).
+    """
     if "snapshot-lag-records" not in found:
         return {}
     return {"snapshot_lag_records": int(_number(found.get("snapshot-lag-records")))}

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass(frozen=True)
 class TaskRestore:
-    """What a task's stores say of their restore: records to replay, replayed so far, and
-    whether any store has begun (``False``: no target known yet)."""
+    """What a task's stores say of their restore.
+
+    Records to replay, replayed so far, and whether any store has begun (``False``: no target
+    known yet).
+    """
 
     target: float
     replayed: float
@@ -54,9 +57,11 @@ def task_restore(store_metrics: Iterable[Mapping[str, Any]]) -> TaskRestore:
 def container_restore(
     restoring: list[str], progress: Mapping[str, TaskRestore], rate: float
 ) -> dict[str, Any] | None:
-    """This container's remaining restore over the tasks in ``restoring`` (module doc);
+    """This container's remaining restore over the tasks in ``restoring`` (module doc).
+
     ``None`` when no task restores. ``progress`` holds every task's, finished ones included
-    (their targets estimate the waiting tasks'); ``rate``: records replayed per second."""
+    (their targets estimate the waiting tasks'); ``rate``: records replayed per second.
+    """
     if not restoring:
         return None
     known = [p.target for p in progress.values() if p.begun]
@@ -76,8 +81,10 @@ def container_restore(
 
 
 def job_restore(containers: list[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """The job's remaining restore from its containers' (``None``: not restoring or not
-    known); its ETA is the largest (module doc). ``None`` when no container restores."""
+    """The job's remaining restore from its containers' (``None``: not restoring or not known).
+
+    Its ETA is the largest (module doc). ``None`` when no container restores.
+    """
     restoring = [c for c in containers if c]
     if not restoring:
         return None
@@ -88,7 +95,7 @@ def job_restore(containers: list[dict[str, Any] | None]) -> dict[str, Any] | Non
         "tasks_left": sum(c.get("tasks_left", 0) for c in restoring),
         "records_left": None if None in lefts else sum(lefts),
         "estimated_tasks": sum(c.get("estimated_tasks", 0) for c in restoring),
-        "eta_s": None if None in etas else max(etas),
+        "eta_s": None if None in etas else max(cast("list[float]", etas)),
     }
 
 

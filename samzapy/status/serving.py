@@ -1,5 +1,7 @@
-"""Serving the status page (``/``) and its JSON (``/status.json``) on every HTTP port of a
-container, and finding the other containers of the job for its job-wide table.
+"""Serving the status page (``/``) and its JSON (``/status.json``).
+
+On every HTTP port of a container; and finding the other containers of the job for its job-wide
+table.
 
 The other containers are known by the addresses they announce for interactive queries: the
 directory topic (static mode) or the group's assignment (group mode). A job without
@@ -17,7 +19,7 @@ import urllib.request
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.http_server import BackgroundHttpServer
 from samzapy.query.routing import GroupPlacement
@@ -25,6 +27,9 @@ from samzapy.query.startup import RunningQueries
 from samzapy.reporters import container_name
 from samzapy.reporters.prometheus import MetricsHttpServer
 from samzapy.status.report import StatusReport, StatusSampler
+
+if TYPE_CHECKING:
+    from samzapy.container.run_loop import Container
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +57,12 @@ class RunningStatus:
         self.report.sampler.stop()
 
 
-def start_status(container: Any, queries: RunningQueries | None) -> RunningStatus | None:
-    """Serve the status page of ``container`` (a ``Container``) on each of its HTTP servers
-    (Prometheus reporters, the query server of ``queries``); ``None`` when it has none."""
+def start_status(container: Container, queries: RunningQueries | None) -> RunningStatus | None:
+    """Serve the status page of ``container`` on each of its HTTP servers.
+
+    Its HTTP servers: its Prometheus reporters', the query server of ``queries``; ``None`` when
+    it has none.
+    """
     servers = [r.http for r in container.reporters.running if isinstance(r, MetricsHttpServer)]
     if queries is not None and queries.server is not None:
         servers.append(queries.server)
@@ -83,7 +91,7 @@ def start_status(container: Any, queries: RunningQueries | None) -> RunningStatu
     return RunningStatus(report, servers)
 
 
-def _member_name(container: Any) -> str:
+def _member_name(container: Container) -> str:
     return f"member {container.instance_id}" if container.instance_id else "group member"
 
 
@@ -93,12 +101,12 @@ def _json(report: StatusReport, target: str) -> tuple[int, str, bytes]:
     return 200, JSON, json.dumps(report.build(with_peers=not local), default=str).encode()
 
 
-def _peers(container: Any, queries: RunningQueries, token: str | None) -> list[dict[str, Any]]:
+def _peers(container: Container, queries: RunningQueries, token: str | None) -> list[dict[str, Any]]:
     """Every other container's status: name, state, tasks, rate, lag, address (or the error)."""
     placement = queries.service.placement
     wanted: dict[str, str | None] = {}
     if isinstance(placement, GroupPlacement):
-        wanted = {url: url for url in placement.others()}
+        wanted = {str(url): str(url) for url in placement.others()}  # a group member's are URLs
     else:
         directory = queries.service.directory
         known = directory.known() if directory is not None else {}
