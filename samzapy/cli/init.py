@@ -98,4 +98,7 @@ def init(name: str, directory: Path | None) -> None:
     target = directory or Path(name)
     for path in write_project(name, target):
         click.echo(f"wrote {path}")
-    click.echo(f"\nnext: cd {target} && python -m pytest -q   (then README.md: run it on the dev broker)")
+    click.echo(
+        f"\nnext: cd {target} && python -m pytest -q   (pytest: pip install pytest; then README.md:"
+        " run it on the dev broker)"
+    )
