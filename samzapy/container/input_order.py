@@ -46,11 +46,14 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from samzapy.container.inputs import EMPTY_POLLS_AT_END, InputPartition, Inputs
 from samzapy.records import Record, TopicPartition
 from samzapy.streams import SystemStream
+
+if TYPE_CHECKING:
+    from samzapy.config import JobConfig
 
 log = logging.getLogger(__name__)
 
@@ -338,7 +341,7 @@ class TimestampOrder:
         self._epoch = self.inputs.epoch
 
 
-def input_source(job: Any, inputs: Inputs, *, exit_at_end: bool) -> Inputs | TimestampOrder:
+def input_source(job: JobConfig, inputs: Inputs, *, exit_at_end: bool) -> Inputs | TimestampOrder:
     """What the run loop polls.
 
     ``inputs`` itself (``task.input.order=arrival``) or the timestamp order over them.

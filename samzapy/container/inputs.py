@@ -1,16 +1,22 @@
-"""The container's input side: one consumer with manual ``assign()``, starting offsets,
-bootstrap streams, priorities and "reached the end it had at start" detection."""
+"""The container's input side.
+
+One consumer with manual ``assign()``, starting offsets, bootstrap streams, priorities and
+"reached the end it had at start" detection.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samzapy.kafka.consumer import Consumer
 from samzapy.records import Record, TopicPartition
 from samzapy.streams import SystemStreamPartition
+
+if TYPE_CHECKING:
+    from samzapy.container.task_instance import TaskInstance
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +32,7 @@ class InputPartition:
 
     ssp: SystemStreamPartition
     tp: TopicPartition
-    task: Any
+    task: TaskInstance
     priority: int
     bootstrap: bool
     start_offset: int
@@ -104,15 +110,20 @@ class Inputs:
         """The partitions read now (a bootstrapping task's other inputs are not)."""
         return frozenset(self._assigned)
 
-    def drop_tasks(self, kept: list[Any], position: dict[SystemStreamPartition, int]) -> None:
-        """Stop reading the partitions of every task not in ``kept`` (e.g. fenced ones); the
-        partitions kept continue from ``position`` (records polled but not processed come again)."""
+    def drop_tasks(self, kept: list[TaskInstance], position: dict[SystemStreamPartition, int]) -> None:
+        """Stop reading the partitions of every task not in ``kept`` (e.g. fenced ones).
+
+        The partitions kept continue from ``position`` (records polled but not processed come
+        again).
+        """
         self.partitions = {tp: p for tp, p in self.partitions.items() if p.task in kept}
         self._reassign(position, force=True)
 
     def add(self, partitions: list[InputPartition], position: dict[SystemStreamPartition, int]) -> None:
-        """Start reading ``partitions`` too (a task that joined at runtime); the partitions
-        read already continue from ``position``."""
+        """Start reading ``partitions`` too (a task that joined at runtime).
+
+        The partitions read already continue from ``position``.
+        """
         for part in partitions:
             self.partitions[part.tp] = part
             self._order[part.tp] = (-int(part.bootstrap), -part.priority, part.tp.topic, part.tp.partition)

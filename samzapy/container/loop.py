@@ -20,13 +20,24 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from samzapy.config import JobConfig
 from samzapy.container.input_order import input_source
 from samzapy.crashpoints import pause_point
 from samzapy.metrics import MetricsGroup
 from samzapy.streams import SystemStreamPartition
+
+if TYPE_CHECKING:
+    from samzapy.container.async_runner import AsyncRunner
+    from samzapy.container.head_flush import HeadFlusher
+    from samzapy.container.inputs import InputPartition, Inputs
+    from samzapy.container.side_inputs import SideInputs
+    from samzapy.container.task_instance import TaskInstance
+    from samzapy.records import Record
+
+    #: One polled batch: an input partition and its records, in offset order.
+    Polled = list[tuple[InputPartition, list[Record]]]
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +46,7 @@ POLL_TIMEOUT_MS = 100
 MAX_POLL_RECORDS = 5000
 
 
-def positions(tasks: Iterable[Any]) -> dict[SystemStreamPartition, int]:
+def positions(tasks: Iterable[TaskInstance]) -> dict[SystemStreamPartition, int]:
     """Every input partition's next offset, over ``tasks``."""
     found: dict[SystemStreamPartition, int] = {}
     for task in tasks:
@@ -43,7 +54,7 @@ def positions(tasks: Iterable[Any]) -> dict[SystemStreamPartition, int]:
     return found
 
 
-def processed(tasks: Iterable[Any]) -> int:
+def processed(tasks: Iterable[TaskInstance]) -> int:
     """Messages processed by ``tasks`` so far."""
     return sum(t.metrics.counter("messages-actually-processed").value for t in tasks)
 
@@ -51,10 +62,10 @@ def processed(tasks: Iterable[Any]) -> int:
 class Tasks(Protocol):
     """The running tasks, as the loop reads them (:class:`~samzapy.container.task_manager.TaskManager`)."""
 
-    def running(self) -> Sequence[Any]:
+    def running(self) -> Sequence[TaskInstance]:
         """The running tasks' ``TaskInstance`` objects."""
 
-    def owns(self, instance: Any) -> bool:
+    def owns(self, instance: TaskInstance) -> bool:
         """Whether ``instance`` is running now."""
 
 
@@ -96,10 +107,10 @@ class RunLoop:
         self,
         job: JobConfig,
         tasks: Tasks,
-        inputs: Any,
-        side_inputs: Any,
-        runner: Any,
-        head_flusher: Any,
+        inputs: Inputs,
+        side_inputs: SideInputs,
+        runner: AsyncRunner | None,
+        head_flusher: HeadFlusher | None,
         commit: Callable[[], None],
         stopping: Callable[[], bool],
         metrics: MetricsGroup,
@@ -156,9 +167,12 @@ class RunLoop:
             if now - self._progress_at >= PROGRESS_EVERY_S:
                 self._log_progress(now)
 
-    def _poll(self) -> tuple[list[Any], int]:
-        """The next records, and how many the poll could have returned. Async tasks get
-        bounded polls, no blocking while they hold work, and no poll at all while full."""
+    def _poll(self) -> tuple[Polled, int]:
+        """The next records, and how many the poll could have returned.
+
+        Async tasks get bounded polls, no blocking while they hold work, and no poll at all
+        while full.
+        """
         runner = self._runner
         if runner is None:
             return self._source.poll(POLL_TIMEOUT_MS, MAX_POLL_RECORDS), MAX_POLL_RECORDS
@@ -167,7 +181,7 @@ class RunLoop:
             return [], max_records
         return self._source.poll(0 if runner.busy else POLL_TIMEOUT_MS, max_records), max_records
 
-    def _still_owned(self, polled: list[Any], group: Membership) -> list[Any]:
+    def _still_owned(self, polled: Polled, group: Membership) -> Polled:
         """``polled`` once the member's lease holds, without the tasks it lost meanwhile."""
         epoch = self._inputs.epoch
         if not group.hold(self._stopping) or self._inputs.epoch != epoch:
@@ -175,7 +189,7 @@ class RunLoop:
         owned = {id(t) for t in self._tasks.running()}
         return [(part, records) for part, records in polled if id(part.task) in owned]
 
-    def _process(self, polled: list[Any]) -> None:
+    def _process(self, polled: Polled) -> None:
         """Hand each polled batch to its task; commit where a task asks, right after the call."""
         runner, inputs = self._runner, self._inputs
         epoch = inputs.epoch
@@ -195,8 +209,10 @@ class RunLoop:
                 return
 
     def _window(self, now: float, *, every_task: bool = False) -> None:
-        """Call ``window`` on each task whose ``task.window.ms`` has passed (``every_task``:
-        on each task, due or not)."""
+        """Call ``window`` on each task whose ``task.window.ms`` has passed.
+
+        ``every_task``: on each task, due or not.
+        """
         window_s = self._window_s
         if window_s is None:
             return

@@ -99,7 +99,7 @@ def merged_metrics(members: Sequence[Member], token: str | None) -> bytes:
                 labels = {**sample.labels, "process": str(member.index)}
                 merged.samples.append(sample._replace(labels=labels))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Families([up, *families.values()]))  # type: ignore[arg-type]  # duck-typed collector
+    registry.register(_Families([up, *families.values()]))  # a duck-typed collector
     return generate_latest(registry)
 
 

@@ -454,8 +454,8 @@ class Container:
         RunLoop(
             self.job,
             self._manager,
-            self._inputs,
-            self._side_inputs,
+            _started(self._inputs),
+            _started(self._side_inputs),
             self._async,
             self._head_flusher,
             self._commit,
