@@ -73,9 +73,12 @@ def _survives(record: Any, newest: dict[Any, int], upto: int | None, drop_tombst
 
 
 def compact_partitions(records: Sequence[R], **rules: Any) -> list[R]:
-    """:func:`compact` applied to each partition of ``records`` apart (records with a
-    ``partition`` attribute, as a consumer returns them); the survivors of all partitions,
-    each partition's in offset order, partitions in the order they first appear."""
+    """:func:`compact` applied to each partition of ``records`` apart.
+
+    ``records`` have a ``partition`` attribute, as a consumer returns them. Returns the
+    survivors of all partitions, each partition's in offset order, partitions in the order they
+    first appear.
+    """
     by_partition: dict[int, list[R]] = {}
     for record in records:
         by_partition.setdefault(record.partition, []).append(record)  # type: ignore[attr-defined]

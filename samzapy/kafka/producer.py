@@ -129,8 +129,11 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
 
 
 class SendGuard(Protocol):
-    """Says before a send whether it may go out (the container's fencing: a passthrough
-    container's :class:`samzapy.container.fencing.SendGate`)."""
+    """Says before a send whether it may go out.
+
+    The container's fencing: a passthrough container's
+    :class:`samzapy.container.fencing.SendGate`.
+    """
 
     #: The monotonic time until which sends need no :meth:`check`.
     open_until: float
@@ -200,10 +203,13 @@ class Producer:
         self._guard: SendGuard | None = None
 
     def guard(self, guard: SendGuard | None) -> None:
-        """Ask ``guard`` before every send from now on: a send after :attr:`SendGuard.open_until`
-        calls :meth:`SendGuard.check` first, whose exception the send raises (a container that
-        lost its tasks stops sending at its first send after the takeover is seen, not at its
-        next commit). The cost while the guard is open: one clock read per send."""
+        """Ask ``guard`` before every send from now on.
+
+        A send after :attr:`SendGuard.open_until` calls :meth:`SendGuard.check` first, whose
+        exception the send raises (a container that lost its tasks stops sending at its first
+        send after the takeover is seen, not at its next commit). The cost while the guard is
+        open: one clock read per send.
+        """
         self._guard = guard
 
     @property
