@@ -69,20 +69,36 @@ class PipelineHarness:
 
     # ------------------------------------------------------------------ input
     def send(
-        self, topic: str, key: Any, value: Any, *, timestamp: int = 0, partition: int | None = None
+        self,
+        topic: str,
+        key: Any,
+        value: Any,
+        *,
+        timestamp: int = 0,
+        partition: int | None = None,
+        run: bool = True,
     ) -> None:
-        """Append one record to ``topic`` (the partition of its key unless given) and run."""
+        """Append one record to ``topic`` (the partition of its key unless given) and run
+        (``run=False``: it waits, with what else is sent so, for :meth:`run`)."""
         self._append(topic, key, value, timestamp=timestamp, partition=partition)
-        self.run()
+        if run:
+            self.run()
 
-    def send_all(self, topic: str, records: Iterable[Any], *, timestamp: Any = None) -> None:
+    def send_all(
+        self, topic: str, records: Iterable[Any], *, timestamp: Any = None, run: bool = True
+    ) -> None:
         """Append records (``(key, value)`` pairs, or ``(key, value, timestamp)``) in order, then
-        run; ``timestamp`` may be a function of the value."""
+        run; ``timestamp`` may be a function of the value.
+
+        ``run=False`` leaves them waiting: records of several topics sent so, then :meth:`run`,
+        are a backlog, which each task takes as a job takes one (``task.input.order``: by
+        record timestamp by default, :class:`samzapy.testing.run.DeliveryOrder`)."""
         for record in records:
             key, value, *rest = record
             ts = rest[0] if rest else (timestamp(value) if callable(timestamp) else timestamp or 0)
             self._append(topic, key, value, timestamp=ts, partition=None)
-        self.run()
+        if run:
+            self.run()
 
     def _known(self, what: str, name: str, known: Iterable[str]) -> None:
         """Refuse a topic or store the pipeline does not have (a typo would test nothing):
@@ -136,7 +152,12 @@ class PipelineHarness:
 
     # ------------------------------------------------------------------ running
     def run(self) -> int:
-        """Process what every running task has not processed yet, until nothing is left."""
+        """Process what every running task has not processed yet, until nothing is left.
+
+        Each task takes the records waiting in its inputs in the job's order
+        (``task.input.order``; by default the timestamp order a job takes a backlog in, the
+        Spark replay's), so a run over records sent with ``run=False`` equals a job's run
+        over that history."""
         total = 0
         while True:
             done = sum(h.process_available() for h in self.tasks)

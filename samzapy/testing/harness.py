@@ -344,10 +344,15 @@ class TaskHarness:
         return ssp
 
     def process_available(self) -> int:
-        """Process every input record the task has not processed yet, in the order the broker
-        took them (several inputs interleave as they were sent), committing where the task
+        """Process every input record the task has not processed yet, committing where the task
         asks; returns how many. Another harness over the same broker may have written them.
-        Does nothing while the task is not running."""
+        Does nothing while the task is not running.
+
+        Records waiting in several inputs (sent while the task was down, re-read after a
+        restart, written by another harness) are taken as a job takes a backlog
+        (:class:`~samzapy.testing.run.DeliveryOrder`): with ``task.input.order=timestamp``
+        (the default) by record timestamp, ties by the stream's place in ``task.inputs``,
+        then partition and offset; with ``arrival``, in the order they were sent."""
         return self._guarded(self._process_available)
 
     def _process_available(self) -> int:

@@ -16,6 +16,7 @@ from samzapy.container.checkpoint_schedule import LocalCheckpointSchedule
 from samzapy.container.collector import OutputStreams
 from samzapy.container.commit import Commit
 from samzapy.container.error_policy import ErrorPolicy, MessageFailure
+from samzapy.container.input_order import order_key, stream_indexes
 from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
 from samzapy.container.task_instance import TaskInstance
 from samzapy.metrics import MetricsRegistry
@@ -100,6 +101,7 @@ class TaskRun:
         if self.runner is not None:
             self.runner.start()
         self._flushes = 0
+        self._order = DeliveryOrder(job)
         #: The task asked to shut down: committed, processes nothing more.
         self.stopped = False
         #: The wall clock at the last ``window()`` call and the last commit (or the start).
@@ -154,7 +156,7 @@ class TaskRun:
             return self._process_async(input_broker)
         done = 0
         while not self.stopped:
-            found = next_record(input_broker, self.instance.offsets)
+            found = next_record(input_broker, self.instance.offsets, self._order)
             if found is None:
                 break
             try:
@@ -175,7 +177,7 @@ class TaskRun:
         assert runner is not None
         admitted = dict(instance.offsets)
         done = 0
-        while (found := next_record(input_broker, admitted)) is not None:
+        while (found := next_record(input_broker, admitted, self._order)) is not None:
             ssp, record = found
             runner.submit(ssp, instance, [record])
             admitted[ssp] = record.offset + 1
@@ -269,18 +271,61 @@ class TaskRun:
 
 
 def next_record(
-    broker: MemoryBroker, positions: dict[SystemStreamPartition, int]
+    broker: MemoryBroker,
+    positions: dict[SystemStreamPartition, int],
+    order: DeliveryOrder | None = None,
 ) -> tuple[SystemStreamPartition, BrokerRecord] | None:
-    """The input record to process next: among the partitions of ``positions``, the first
-    record at or after its position that ``broker`` took (several inputs are read in the
-    order they were sent)."""
+    """The input record to process next: among the partitions of ``positions``, the head (the
+    first record at or after its position) that comes first in ``order`` (default: the one
+    ``broker`` took first, several inputs read in the order they were sent)."""
     best: tuple[SystemStreamPartition, BrokerRecord] | None = None
+    best_key: Any = None
     for ssp, position in positions.items():
         log = broker.log(ssp.stream, ssp.partition)
         at = log.index_of(position)
-        if at < len(log.records) and (best is None or log.records[at].sequence < best[1].sequence):
-            best = (ssp, log.records[at])
+        if at >= len(log.records):
+            continue
+        record = log.records[at]
+        key = record.sequence if order is None else order.key(ssp, record)
+        if best is None or key < best_key:
+            best, best_key = (ssp, record), key
     return best
+
+
+class DeliveryOrder:
+    """The order a job's task takes the records waiting in its inputs, as the container does.
+
+    ``task.input.order=timestamp`` (the default): :func:`samzapy.container.input_order.order_key`,
+    the key production's :class:`~samzapy.container.input_order.TimestampOrder` and the Spark
+    replay merge by (bootstrap streams, then priority, then the record timestamp; ties by the
+    stream's index in ``task.inputs``, the partition, the offset). So the records waiting in a
+    driver (a backlog: what was sent while the task was down, or all at once) are taken as a
+    job takes a backlog. ``arrival``: the order the broker took them.
+
+    A stream a test sends to that ``task.inputs`` does not name ranks after those it names.
+    """
+
+    def __init__(self, job: JobConfig) -> None:
+        self._job = job
+        self._timestamp = job.input_order == "timestamp"
+        self._indexes = stream_indexes(job.inputs)
+        self._ranks: dict[SystemStreamPartition, tuple[bool, int, int]] = {}
+
+    def key(self, ssp: SystemStreamPartition, record: BrokerRecord) -> Any:
+        """Where ``record`` of ``ssp`` comes: smaller first."""
+        if not self._timestamp:
+            return record.sequence
+        rank = self._ranks.get(ssp)
+        if rank is None:
+            rank = self._ranks[ssp] = self._rank(ssp)
+        bootstrap, priority, index = rank
+        return order_key(bootstrap, priority, record.timestamp, index, ssp.partition, record.offset)
+
+    def _rank(self, ssp: SystemStreamPartition) -> tuple[bool, int, int]:
+        stream = ssp.system_stream
+        index = self._indexes.get(stream, len(self._indexes))
+        configured = self._job.stream(stream)
+        return configured.bootstrap, configured.priority, index
 
 
 class _CrashingWriter(CheckpointWriter):
