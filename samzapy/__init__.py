@@ -5,6 +5,8 @@ interfaces and envelopes (``samzapy.task``), stream names (``samzapy.streams``) 
 API (``samzapy.stores.KeyValueStore``).
 """
 
+from typing import TYPE_CHECKING
+
 from samzapy.streams import SystemStream, SystemStreamPartition
 from samzapy.task import (
     AsyncStreamTask,
@@ -32,6 +34,34 @@ __all__ = [
     "TaskContext",
     "TaskCoordinator",
     "WindowableTask",
+    # the pipeline API, imported on first use (__getattr__ below)
+    "App",
+    "GlobalTable",
+    "PipelineError",
+    "Stream",
+    "Table",
+    "aggregate",
+    "count",
+    "count_window",
+    "days",
+    "hopping",
+    "hours",
+    "integer",
+    "json",
+    "long",
+    "max",
+    "milliseconds",
+    "min",
+    "minutes",
+    "raw",
+    "reduce",
+    "seconds",
+    "session",
+    "sliding",
+    "store",
+    "string",
+    "sum",
+    "tumbling",
 ]
 
 __version__ = "0.1.0"
@@ -43,6 +73,43 @@ _PIPELINE_NAMES = frozenset(
     "integer json long max milliseconds min minutes raw reduce seconds session sliding store "
     "string sum tumbling".split()
 )
+
+
+if TYPE_CHECKING:  # what __getattr__ returns, for type checkers and editors (else: object)
+    from samzapy.pipeline import (
+        App,
+        GlobalTable,
+        PipelineError,
+        Stream,
+        Table,
+        aggregate,
+        count,
+        count_window,
+        days,
+        hopping,
+        hours,
+        integer,
+        json,
+        long,
+        max,
+        milliseconds,
+        min,
+        minutes,
+        raw,
+        reduce,
+        seconds,
+        session,
+        sliding,
+        store,
+        string,
+        sum,
+        tumbling,
+    )
+
+
+def __dir__() -> list[str]:
+    # dir(samzapy) and completion in a REPL show the pipeline names, imported on first use
+    return sorted({*globals(), *_PIPELINE_NAMES})
 
 
 def __getattr__(name: str) -> object:

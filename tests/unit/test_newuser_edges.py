@@ -36,3 +36,19 @@ def test_a_pipeline_test_without_the_plugin_shows_no_dependency_warnings(tmp_pat
     assert done.returncode == 0, done.stdout + done.stderr
     assert "warning" not in done.stdout.lower(), done.stdout
     assert done.stdout.strip().splitlines()[-1].startswith("1 passed"), done.stdout
+
+
+def test_the_pipeline_names_are_visible_to_dir_and_type_checkers_without_importing_them():
+    # samzapy.App came from a module __getattr__ typed `-> object`: mypy said '"object" not
+    # callable' at the user's `app = samzapy.App(...)`, and dir(samzapy) had no App.
+    code = (
+        "import sys, samzapy\n"
+        "assert {'App', 'tumbling', 'json'} <= set(dir(samzapy)), dir(samzapy)\n"
+        "assert {'App', 'tumbling', 'json'} <= set(samzapy.__all__)\n"
+        "assert 'samzapy.pipeline' not in sys.modules  # still imported on first use only\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    source = (ROOT / "samzapy" / "__init__.py").read_text()
+    typed = source.split("from samzapy.pipeline import (", 1)[1].split(")", 1)[0]
+    assert {"App", "tumbling", "count", "json"} <= set(typed.replace(",", " ").split())
