@@ -36,6 +36,7 @@ from samzapy.pipeline.graph import (
     _pair,
     _timestamp,
     function_where,
+    source_roots,
     store,
 )
 from samzapy.pipeline.specs import Aggregation, SerdeName, WindowSpec, json, serde_name, string, tumbling
@@ -268,11 +269,28 @@ class Stream:
     partition_by = key_by
 
     def merge(self, *others: Stream) -> Stream:
-        """One stream of this stream's records and the others' (their order between streams
-        follows arrival)."""
+        """One stream of this stream's records and the others' (between streams, in the order
+        the task takes its inputs: ``task.input.order``, by record timestamp by default).
+
+        The streams may come from topics with different partition counts; a stage that keeps
+        state per key after the merge (``window``, ``join``, ``dedup``, ``process`` with
+        stores) is then refused, naming the merge, unless a ``key_by`` comes between them:
+        a key would be in different tasks."""
         where = _caller()
         streams = (self, *others)
-        return self._then("merge", where, parents=tuple(s.node for s in streams))
+        for s in others:
+            if not isinstance(s, Stream):
+                msg = f"{where}: merge() takes streams, got {type(s).__name__} {s!r}"
+                raise PipelineError(msg)
+        counts = {s.node.partitions for s in streams}
+        return self._then(
+            "merge",
+            where,
+            parents=tuple(s.node for s in streams),
+            # keyed only if every side is: a window or join after it needs key_by otherwise
+            keyed=all(s.node.keyed for s in streams),
+            partitions=counts.pop() if len(counts) == 1 else None,
+        )
 
     def branch(self, *predicates: Callable[[Any], bool]) -> tuple[Stream, ...]:
         """One stream per predicate: a record goes to the first branch whose predicate holds
@@ -316,9 +334,10 @@ class Stream:
         if not self.node.keyed:
             msg = (
                 f"{where}: window() needs a keyed stream, and this stream has no keys "
-                f"(app.stream(..., key=None) at {self._source().where}): call key_by(fn) before it"
+                f"(app.stream(..., key=None) at {self._unkeyed_source().where}): call key_by(fn) before it"
             )
             raise PipelineError(msg)
+        _check_copartitioned((self,), "window", where, require_keys=False)
         if emit not in ("final", "update"):
             msg = f"{where}: window(emit=...) must be 'final' or 'update', got {emit!r}"
             raise PipelineError(msg)
@@ -413,6 +432,7 @@ class Stream:
         time (per key: put ``key_by`` before it to dedup across keys)."""
         where = _caller()
         _check_fn(id_fn, "dedup", where)
+        _check_copartitioned((self,), "dedup", where, require_keys=False)
         return self._then("dedup", where, name=name, args={"fn": id_fn, "within": within})
 
     def process(self, fn: Callable[[Any, Any], Any], *, stores: Iterable[StoreSpec | str] = ()) -> Stream:
@@ -422,6 +442,8 @@ class Stream:
         where = _caller()
         _check_fn(fn, "process", where)
         specs = tuple(s if isinstance(s, StoreSpec) else StoreSpec(s) for s in stores)
+        if specs:
+            _check_copartitioned((self,), "process", where, require_keys=False)
         return self._then("process", where, args={"fn": fn, "stores": specs})
 
     def to(
@@ -448,6 +470,11 @@ class Stream:
         where = _caller()
         _check_fn(fn, "sink", where)
         return self._then("sink", where, args={"fn": fn})
+
+    def _unkeyed_source(self) -> Node:
+        """The source without keys this stream reads (through merges), else its first source."""
+        roots = source_roots(self.node)
+        return next((r for r in roots if not r.keyed), roots[0] if roots else self._source())
 
     def _source(self) -> Node:
         node = self.node

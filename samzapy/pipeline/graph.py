@@ -162,8 +162,37 @@ def _check_kind(kind: str, allowed: tuple[str, ...], where: Where) -> None:
         raise PipelineError(msg)
 
 
+def source_roots(node: Node) -> list[Node]:
+    """The sources whose partitions a stream's records are in: through merges and joins, not
+    beyond a ``key_by`` (its records are in the intermediate topic's partitions) nor into a
+    global table (every task has all of it)."""
+    found: dict[int, Node] = {}
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if current.kind in ("source", "table"):
+            found.setdefault(current.id, current)
+        elif current.kind not in ("key_by", "global_table"):
+            todo.extend(current.parents)
+    return sorted(found.values(), key=lambda n: n.id)
+
+
+def merge_on_path(node: Node) -> Node | None:
+    """The nearest ``merge`` upstream of ``node`` (``node`` itself included), not beyond a
+    ``key_by``; ``None`` when there is none."""
+    todo = [node]
+    while todo:
+        current = todo.pop(0)
+        if current.kind == "merge":
+            return current
+        if current.kind != "key_by":
+            todo.extend(current.parents)
+    return None
+
+
 def _check_copartitioned(streams: Iterable[Any], op: str, where: Where, *, require_keys: bool) -> None:
-    """Refuse a join or merge of streams that are not partitioned alike."""
+    """Refuse a join, or a keyed stage after a merge, over streams that are not partitioned
+    alike (declared ``partitions=`` of the sources they read, through merges)."""
     streams = list(streams)
     if require_keys:
         for s in streams:
@@ -173,12 +202,15 @@ def _check_copartitioned(streams: Iterable[Any], op: str, where: Where, *, requi
                     f"{s.node.kind} at {s.node.where} has no keys: call key_by(fn) on it first"
                 )
                 raise PipelineError(msg)
-    counts = {s.node.partitions for s in streams if s.node.partitions is not None}
-    if len(counts) > 1:
-        said = ", ".join(f"{s.node.where}: {s.node.partitions}" for s in streams if s.node.partitions)
+    roots = {r.id: r for s in streams for r in source_roots(s.node)}.values()
+    declared = [r for r in roots if r.partitions is not None]
+    if len({r.partitions for r in declared}) > 1:
+        said = ", ".join(f"'{r.args['topic']}' at {r.where}: {r.partitions}" for r in declared)
+        merge = next((m for m in (merge_on_path(s.node) for s in streams) if m is not None), None)
+        through = f" (merged at {merge.where})" if merge is not None else ""
         msg = (
-            f"{where}: {op}() of streams with different partition counts ({said}): a key would be "
-            "in different tasks on each side; make the topics' partition counts equal, or key_by "
-            "one side (it then moves to an intermediate topic with the job's partition count)"
+            f"{where}: {op}() of streams with different partition counts{through} ({said}): a key "
+            "would be in different tasks; make the topics' partition counts equal, or key_by "
+            "the stream (it then moves to an intermediate topic with the job's partition count)"
         )
         raise PipelineError(msg)

@@ -20,6 +20,7 @@ from samzapy.config.properties import Config, parse_overrides, read_properties
 from samzapy.errors import ConfigError
 from samzapy.pipeline.api import App, PipelineError
 from samzapy.pipeline.compiler import TASKS_KEY
+from samzapy.pipeline.graph import merge_on_path, source_roots
 from samzapy.pipeline.plan_check import ACCEPT_KEY, KafkaPlanRecord, check_and_record, plan_topic
 
 log = logging.getLogger(__name__)
@@ -233,31 +234,35 @@ def _partition_counts(servers: str, plan: Any) -> dict[str, int | None]:
 
 
 def check_copartitioning(plan: Any, counts: dict[str, int | None]) -> None:
-    """Refuse, at the user's line, a join or merge whose sides come from topics with different
-    partition counts (task N reads partition N of each: a key would be in different tasks)."""
+    """Refuse, at the user's line, a join, or a stage keeping state per key after a merge,
+    whose records come from topics with different partition counts (task N reads partition N
+    of each: a key would be in different tasks). Sources are followed through merges and
+    joins, not beyond a ``key_by``."""
     for node in plan.app.nodes:
-        if node.kind not in ("stream_table_join", "stream_stream_join", "table_table_join"):
+        if not _needs_copartitioning(node):
             continue
-        sides = {}
+        sides: dict[str, int] = {}
         for parent in node.parents:
-            root = _root_topic(parent)
-            if root is not None and counts.get(root):
-                sides[root] = counts[root]
+            for root in source_roots(parent):
+                count = counts.get(root.args["topic"])
+                if count:
+                    sides[root.args["topic"]] = count
         if len(set(sides.values())) > 1:
             said = ", ".join(f"'{t}' has {n}" for t, n in sides.items())
+            merge = next((m for m in map(merge_on_path, node.parents) if m is not None), None)
+            through = f" (merged at {merge.where})" if merge is not None else ""
             msg = (
                 f"{node.where}: {node.kind.replace('_', '-')} of topics with different partition "
-                f"counts ({said}): task N reads partition N of each, so a key would be in different "
-                "tasks on each side; give the topics the same partition count, or key_by one side "
+                f"counts{through} ({said}): task N reads partition N of each, so a key would be in "
+                "different tasks; give the topics the same partition count, or key_by the stream "
                 "(it then moves to an intermediate topic with the job's partition count)"
             )
             raise PipelineError(msg)
 
 
-def _root_topic(node: Any) -> str | None:
-    """The source topic a stream reads, ``None`` after a key_by (an intermediate topic)."""
-    while node.kind not in ("source", "table"):
-        if node.kind == "key_by" or not node.parents:
-            return None
-        node = node.parents[0]
-    return node.args["topic"]
+def _needs_copartitioning(node: Any) -> bool:
+    """Whether a stage needs all of a key's records in one task (joins, windows, dedup, a
+    ``process`` with stores)."""
+    if node.kind in ("stream_table_join", "stream_stream_join", "table_table_join", "window", "dedup"):
+        return True
+    return node.kind == "process" and bool(node.args.get("stores"))
