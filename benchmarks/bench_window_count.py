@@ -22,9 +22,10 @@ configs from the input topic's and fails on the dev broker's empty DescribeConfi
 
 With ``--processes 1,2`` it measures instead the same count in group mode (the job's
 members in one consumer group) run by ``samzapy run --processes N`` for each N, alternating
-(1, 2, 1, 2): the rate over the processing phase (from the first member running tasks to
-the parent's exit, each member stopping at the end of its input) and the CPU per message of
-the whole tree (parent and members).
+(1, 2, 1, 2), on ``--processes-count`` views (1M at size small): the rate over the
+processing phase (from the first member running tasks to the parent's exit, each member
+stopping at the end of its input) and the CPU per message of the whole tree (parent and
+members).
 
     python -m benchmarks.bench_window_count --size full      # 1M views, 100k users
     python -m benchmarks.bench_window_count --count 100000 --users 10000 --peers quix
@@ -265,7 +266,10 @@ def main() -> None:
         coalesce="true",
         rounds=2,
         processes="",
+        processes_count=(100_000, 1_000_000, 2_000_000),
     )
+    if args.processes:  # long enough that the group's join (~5 s on the dev broker) is not the run
+        args.count = args.processes_count
     result = Result("window_count" if not args.processes else "window_processes")
     names = [p for p in args.peers.split(",") if p]
     with tempfile.TemporaryDirectory() as name:
