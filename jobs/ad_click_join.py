@@ -30,7 +30,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
+from samzapy import (
+    InitableTask,
+    OutgoingMessageEnvelope,
+    StreamTask,
+    SystemStream,
+    TaskContext,
+    WindowableTask,
+)
+from samzapy.config import Config
 from samzapy.operators import JoinRegistry, JoinResult, StreamStreamJoin
 from samzapy.operators.bucketed_join import BucketedStreamJoin, JoinLayoutError
 from samzapy.operators.event_time import END_OF_STREAM, EventTime, control_of, input_streams
@@ -79,7 +87,7 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
     """Joins clicks (left) to impressions (right) by impression id; see the module docstring."""
 
     @classmethod
-    def state_layouts(cls, config: Any) -> dict[str, Any]:
+    def state_layouts(cls, config: Config) -> dict[str, Any]:
         """How the stores read as data and move in a reshard (:mod:`samzapy.operators.state_layout`).
 
         The buffers and the expiry (layout 1) or pending (layout 2) index by impression id;
@@ -107,7 +115,7 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
             "join-state": TaskStateLayout((*event_time_entries(), *registry_entries(REGISTRY_NAMESPACE))),
         }
 
-    def init(self, context: Any) -> None:
+    def init(self, context: TaskContext) -> None:
         """Read the config; rebuild the join, registry and watermarks over the restored stores."""
         config = context.config
         self.clicks = config.get_str("join.clicks.stream", "clicks")

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
+from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, TaskContext
+from samzapy.config import Config
 from samzapy.operators import TableChange
 from samzapy.operators.fk_join import ForeignKeyLeft, ForeignKeyRight, Response, Subscription
 from samzapy.operators.fk_join import state_layouts as fk_layouts
@@ -52,7 +53,7 @@ class ForeignKeyJoinTask(StreamTask, InitableTask):
     """
 
     @classmethod
-    def state_layouts(cls, config: Any) -> dict[str, Any]:
+    def state_layouts(cls, config: Config) -> dict[str, Any]:
         """How the stores read as data (:mod:`samzapy.operators.state_layout`).
 
         The subscriptions by customer, order and version; ``fk-left``, ``fk-right`` and
@@ -69,7 +70,7 @@ class ForeignKeyJoinTask(StreamTask, InitableTask):
     #: The names of the left key, left value and right value in the joined record.
     record_fields = ("order_id", "order", "customer")
 
-    def init(self, context: Any) -> None:
+    def init(self, context: TaskContext) -> None:
         """Read the config; build both halves of the join over the restored stores."""
         config = context.config
         self.left_stream = config.get_str("join.left.stream", self.left_stream)

@@ -49,7 +49,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
+from samzapy import (
+    InitableTask,
+    OutgoingMessageEnvelope,
+    StreamTask,
+    SystemStream,
+    TaskContext,
+    WindowableTask,
+)
+from samzapy.config import Config
 from samzapy.operators import (
     CountAggregation,
     CountWindows,
@@ -87,7 +95,7 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
     """Counts page views per user per window; see the module docstring."""
 
     @classmethod
-    def state_layouts(cls, config: Any) -> dict[str, Any]:
+    def state_layouts(cls, config: Config) -> dict[str, Any]:
         """How the window store reads as data and moves in a reshard.
 
         See :mod:`samzapy.operators.state_layout`: the tumbling, hopping and session windows'
@@ -100,7 +108,7 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         own = (*event_time_entries(), *sequence_entries(), *counter_entries(LATE_KEY))
         return {config.get_str("window.store", "pageview-counts"): WindowLayout(WINDOW_NAMESPACE, own)}
 
-    def init(self, context: Any) -> None:
+    def init(self, context: TaskContext) -> None:
         """Read the config; rebuild the operators over the (restored) store."""
         config = context.config
         store = context.get_store(config.get_str("window.store", "pageview-counts"))

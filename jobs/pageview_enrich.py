@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
+from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, TaskContext
+from samzapy.config import Config
 from samzapy.operators import StreamTableJoin, id_from_headers
 from samzapy.operators.event_time import END_OF_STREAM, control_of
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
@@ -43,7 +44,7 @@ class PageViewEnrichTask(StreamTask, InitableTask):
     """Adds ``zip`` from the latest profile of the view's user; see the module docstring."""
 
     @classmethod
-    def state_layouts(cls, config: Any) -> dict[str, Any]:
+    def state_layouts(cls, config: Config) -> dict[str, Any]:
         """How the stores read as data (:mod:`samzapy.operators.state_layout`).
 
         With ``join.time=event``, the versions and the waiting views; else the key-value table.
@@ -55,7 +56,7 @@ class PageViewEnrichTask(StreamTask, InitableTask):
             name, name, table_namespace=TABLE_NAMESPACE, buffer_namespace=BUFFER_NAMESPACE
         )
 
-    def init(self, context: Any) -> None:
+    def init(self, context: TaskContext) -> None:
         """Read the config; open the table store."""
         config = context.config
         self.table_stream = config.get_str("join.table.stream", "profiles")

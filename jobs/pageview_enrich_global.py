@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
+from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, TaskContext
 from samzapy.operators import id_from_headers
 from samzapy.operators.event_time import control_of
 
@@ -47,7 +47,7 @@ class ZipFromProfile:
 class GlobalTableEnrichTask(StreamTask, InitableTask):
     """Adds ``zip`` from the global ``user-zips`` store; see the module docstring."""
 
-    def init(self, context: Any) -> None:
+    def init(self, context: TaskContext) -> None:
         """Read the config; open the side-input store."""
         config = context.config
         self.zips = context.get_store(config.get_str("join.table.store", "user-zips"))

@@ -21,7 +21,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, WindowableTask
+from samzapy import (
+    InitableTask,
+    OutgoingMessageEnvelope,
+    StreamTask,
+    SystemStream,
+    TaskContext,
+    WindowableTask,
+)
 from samzapy.errors import ConfigError
 from samzapy.operators import ID_HEADER, RepartitionError, Watermark
 from samzapy.operators.event_time import (
@@ -60,7 +67,7 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
         """The event time of ``message`` in ms."""
         raise NotImplementedError
 
-    def init(self, context: Any) -> None:
+    def init(self, context: TaskContext) -> None:
         """Read the config, open the progress store."""
         config = context.config
         self.output = SystemStream.parse(config.get_str("repartition.output.stream", self.output_stream))

@@ -27,9 +27,7 @@ the last change per key is the table, whatever happened in runs that crashed.
 
 from __future__ import annotations
 
-from typing import Any
-
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream
+from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, TaskContext
 from samzapy.operators import TableTableJoin
 
 
@@ -40,7 +38,7 @@ def _version(entry: dict | None) -> str:
 class ProfileSettingsJoinTask(StreamTask, InitableTask):
     """Keeps both tables and their join; see the module docstring."""
 
-    def init(self, context: Any) -> None:
+    def init(self, context: TaskContext) -> None:
         """Read the config; open the three stores."""
         config = context.config
         self.left_stream = config.get_str("join.left.stream", "profiles")

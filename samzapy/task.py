@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from samzapy.config.app import AppConfig
     from samzapy.config.model import StreamConfig
     from samzapy.stores.base import KeyValueStore
+    from samzapy.stores.versioned import VersionedStore
 
 
 @dataclass(slots=True)
@@ -147,6 +148,9 @@ class TaskContext(Protocol):
 
     def get_store(self, name: str) -> KeyValueStore[Any, Any]:
         """The task's instance of the store configured as ``stores.<name>.*``."""
+
+    def get_versioned_store(self, name: str, *, namespace: bytes = b"") -> VersionedStore:
+        """Store ``name`` as a versioned table (``stores.<name>.versioned.history.ms`` of history)."""
 
     @property
     def metrics(self) -> Any:

@@ -59,7 +59,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from samzapy.checkpoint import CheckpointFold, TaskCheckpoint
+from samzapy.checkpoint import CheckpointFold, CheckpointWriter, TaskCheckpoint
 from samzapy.errors import CheckpointError
 from samzapy.kafka.outage import is_unreachable
 from samzapy.kafka.reading import read_partition, reader_consumer
@@ -149,7 +149,7 @@ class Fence:
 
     @_locked
     def claim(
-        self, task_names: list[str], checkpoints: dict[str, TaskCheckpoint], writer: Any
+        self, task_names: list[str], checkpoints: dict[str, TaskCheckpoint], writer: CheckpointWriter
     ) -> dict[str, TaskCheckpoint]:
         """Take the tasks over (steps 1-3 of the module docstring).
 

@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from samzapy.config import JobConfig, ReporterSpec
 from samzapy.health import ContainerStatus
 from samzapy.http_server import read_token
 from samzapy.metrics import MetricsRegistry
 from samzapy.reporters.container_metrics import register_container_gauges
-from samzapy.reporters.periodic import LogReporter, ReportSource, SnapshotReporter, snapshot_message
+from samzapy.reporters.periodic import (
+    LogReporter,
+    PeriodicReporter,
+    ReportSource,
+    SnapshotReporter,
+    snapshot_message,
+)
 from samzapy.reporters.prometheus import MetricsHttpServer, RegistryCollector
 
 log = logging.getLogger(__name__)
@@ -71,7 +76,7 @@ class Reporters:
         self.status = status
         self.source = source
         self.replication_factor = replication_factor
-        self.running: list[Any] = []
+        self.running: list[MetricsHttpServer | PeriodicReporter] = []
 
     @classmethod
     def from_job(
@@ -91,7 +96,7 @@ class Reporters:
     def start(self, bootstrap_servers: str) -> None:
         """Start every reporter: HTTP servers first, then the periodic ones."""
         for spec in sorted(self.specs, key=lambda s: s.kind != "prometheus"):
-            reporter: Any
+            reporter: MetricsHttpServer | PeriodicReporter
             if spec.kind == "prometheus":
                 reporter = MetricsHttpServer(spec, self.registry, self.status, self.source, self.token)
             elif spec.kind == "snapshot":
