@@ -15,7 +15,7 @@ import click
 
 from samzapy.cli.boundary import Command
 from samzapy.cli.logs import setup_logging
-from samzapy.cli.options import config_path_option, overrides_option
+from samzapy.cli.options import config_path_option, one_config_path, overrides_option
 
 if TYPE_CHECKING:
     from samzapy.spark.replay.driver import OffsetSpec
@@ -42,7 +42,8 @@ def _time(value: str | None, option: str) -> int | None:
 
 
 @click.command(cls=Command)
-@config_path_option()
+@click.argument("config", required=False, metavar="[CONFIG]")
+@config_path_option(required=False)
 @overrides_option
 @click.option(
     "--from",
@@ -88,7 +89,8 @@ def _time(value: str | None, option: str) -> int | None:
 )
 @click.option("--staging-dir", type=click.Path(file_okay=False), help="Shared staging dir for SST files.")
 def replay(
-    config_path: str,
+    config: str | None,
+    config_path: str | None,
     overrides: tuple[str, ...],
     start: str,
     from_time: str | None,
@@ -104,7 +106,9 @@ def replay(
 ) -> None:
     """Replay a job's input history through its own task class in Spark.
 
-    --config-path may name a pipeline: app.py or package.module:app.
+    CONFIG is a .properties file (or --config-path CONFIG), or a pipeline: app.py or
+    package.module:app (also as --config-path app.py); with a pipeline as CONFIG,
+    --config-path adds a .properties file for the rest.
     """
     from samzapy.config import load_config
 
@@ -115,12 +119,16 @@ def replay(
     from samzapy.pipeline.loader import is_app_spec, pipeline_replay_config
     from samzapy.spark.replay.driver import replay as run_replay
 
-    if is_app_spec(config_path):  # a pipeline: app.py or package.module:app
-        config = pipeline_replay_config(config_path, overrides)
+    if config is not None and is_app_spec(config):  # samzapy replay app.py [--config-path x.properties]
+        loaded = pipeline_replay_config(config, overrides, config_path)
     else:
-        config = load_config(config_path, overrides)
+        target = one_config_path(config, config_path)
+        if is_app_spec(target):  # the older form: --config-path app.py
+            loaded = pipeline_replay_config(target, overrides)
+        else:
+            loaded = load_config(target, overrides)
     stats = run_replay(
-        config,
+        loaded,
         start=start_spec,
         from_time=start_ms,
         stop=stop_spec,

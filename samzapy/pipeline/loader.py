@@ -206,15 +206,16 @@ def pipeline_job(spec: str, overrides: Sequence[str] = (), properties: str | Non
     return job
 
 
-def pipeline_replay_config(spec: str, overrides: Sequence[str] = ()) -> Config:
-    """The raw configuration a Spark replay of the app runs with (``samzapy replay --config-path
-    app.py``): :func:`pipeline_config` with its intermediate topics' partition counts asked
-    from the broker (they exist: a replay reads the history a run wrote). The recorded plan is
-    neither checked nor written: a replay writes no state the next run restores."""
+def pipeline_replay_config(spec: str, overrides: Sequence[str] = (), properties: str | None = None) -> Config:
+    """The raw configuration a Spark replay of the app runs with (``samzapy replay app.py``,
+    ``properties`` an optional ``.properties`` file for the rest): :func:`pipeline_config`
+    with its intermediate topics' partition counts asked from the broker (they exist: a
+    replay reads the history a run wrote). The recorded plan is neither checked nor written:
+    a replay writes no state the next run restores."""
     from samzapy.config import parse_job_config
     from samzapy.kafka.broker import resolve_bootstrap_servers
 
-    config = pipeline_config(spec, overrides)
+    config = pipeline_config(spec, overrides, properties)
     job = parse_job_config(config, check_task_class=True)
     plan = load_app(spec).plan()
     if not plan.intermediate_topics or TASKS_KEY in config:
