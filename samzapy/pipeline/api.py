@@ -198,6 +198,23 @@ class App:
         return self._plan
 
 
+def _check_window_args(spec: Any, aggregation: Any, where: Where) -> None:
+    """Refuse, at the user's line, a window or aggregation of the wrong kind (swapped, or a
+    function not called: ``samzapy.count`` for ``samzapy.count()``)."""
+    for what, value, kind, expected in (
+        ("window", spec, WindowSpec, "samzapy.tumbling(...), hopping, session, sliding or count_window"),
+        ("aggregation", aggregation, Aggregation, "samzapy.count(), sum, min, max, reduce or aggregate"),
+    ):
+        if value is None or isinstance(value, kind):
+            continue
+        if callable(value) and not isinstance(value, type):
+            got = f"function {value.__name__}: call it, samzapy.{value.__name__}()"
+        else:
+            got = type(value).__name__
+        msg = f"{where}: window()'s {what} must be {expected}, got {got}"
+        raise PipelineError(msg)
+
+
 class Stream:
     """A stream of keyed records in a pipeline. Every method adds a stage and returns the
     stream out of it (``to`` and ``sink`` return the stream they end, for more outputs)."""
@@ -341,6 +358,7 @@ class Stream:
         if emit not in ("final", "update"):
             msg = f"{where}: window(emit=...) must be 'final' or 'update', got {emit!r}"
             raise PipelineError(msg)
+        _check_window_args(spec, aggregation, where)
         for what, value in (("grace", grace), ("early", early)):
             if not isinstance(value, int) or value < 0:
                 msg = f"{where}: window({what}=...) must be ms >= 0 (samzapy.minutes(10)), got {value!r}"

@@ -108,3 +108,20 @@ def test_a_misspelt_topic_or_store_in_a_pipeline_test_is_refused_with_the_names_
             h.store("x")
         h.send("words", "a", "x")
         assert h.outputs("upper") == [("a", "X")]
+
+
+@pytest.mark.parametrize(
+    ("spec", "aggregation", "expected"),
+    [
+        (samzapy.tumbling(hours=1), samzapy.count, r"window\(\)'s aggregation must be .* got function count"),
+        (samzapy.count(), samzapy.tumbling(hours=1), r"window\(\)'s window must be .* got Aggregation"),
+    ],
+)
+def test_a_window_given_the_wrong_kind_of_argument_is_refused_at_its_line(spec, aggregation, expected):
+    # window(samzapy.tumbling(hours=1), samzapy.count) (the aggregation not called) and the two
+    # arguments swapped crashed `samzapy describe` with "AttributeError: 'function' object has
+    # no attribute 'kind' (raised at describe.py:52 in _detail)".
+    app = samzapy.App("w")
+    keyed = app.stream("views").key_by(lambda v: v["user"])
+    with pytest.raises(samzapy.PipelineError, match=r"test_pipeline_newuser.py:\d+: " + expected):
+        keyed.window(spec, aggregation)
