@@ -107,7 +107,9 @@ def _import_file(spec: str, location: str) -> tuple[Any, str | None]:
         del sys.modules[name]
         from samzapy.user_code import user_line
 
-        msg = f"importing the app {path.name} raised {type(exc).__name__}: {exc} (at {user_line(exc)})"
+        # a SyntaxError's text already names the file and line (its traceback is importlib's)
+        where = "" if isinstance(exc, SyntaxError) else f" (at {user_line(exc)})"
+        msg = f"importing the app {path.name} raised {type(exc).__name__}: {exc}{where}"
         raise ConfigError(msg) from exc
     return module, attr
 

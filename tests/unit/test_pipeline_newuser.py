@@ -125,3 +125,18 @@ def test_a_window_given_the_wrong_kind_of_argument_is_refused_at_its_line(spec, 
     keyed = app.stream("views").key_by(lambda v: v["user"])
     with pytest.raises(samzapy.PipelineError, match=r"test_pipeline_newuser.py:\d+: " + expected):
         keyed.window(spec, aggregation)
+
+
+def test_a_syntax_error_in_the_app_names_its_line_once(tmp_path, monkeypatch):
+    # It said "SyntaxError: invalid syntax (app.py, line 2) (at <frozen importlib._bootstrap>:241
+    # in _call_with_frames_removed)": the second place is importlib's, not the user's.
+    from samzapy.config import ConfigError
+    from samzapy.pipeline.loader import load_app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "broken_app.py").write_text("import samzapy\napp = samzapy.App('x'\n")
+    with pytest.raises(ConfigError) as raised:
+        load_app("broken_app.py")
+    message = str(raised.value)
+    assert message.startswith("importing the app broken_app.py raised SyntaxError: "), message
+    assert "(broken_app.py, line 2)" in message and "frozen" not in message, message
