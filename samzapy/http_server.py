@@ -25,7 +25,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from samzapy.errors import SamzapyError
 
@@ -291,7 +291,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        status, content_type, body, headers = self.surface.answer(self.path, self.headers)
+        # an email.message.Message: read through get() and [] as a mapping of header names
+        request_headers = cast(Mapping[str, str], self.headers)
+        status, content_type, body, headers = self.surface.answer(self.path, request_headers)
         send(self, status, content_type, body, headers)
 
     def do_HEAD(self) -> None:  # noqa: N802

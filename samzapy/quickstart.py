@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import orjson
 
@@ -54,7 +55,7 @@ def _run_job(name: str, servers: str, state_dir: Path) -> None:
     Container(parse_job_config(config, check_task_class=True), exit_at_end=True).run()
 
 
-def _read_topic(servers: str, topic: str) -> list[dict]:
+def _read_topic(servers: str, topic: str) -> list[dict[str, Any]]:
     from samzapy.kafka.admin import TopicAdmin
     from samzapy.kafka.reading import read_partition, reader_consumer
     from samzapy.records import TopicPartition
@@ -64,7 +65,7 @@ def _read_topic(servers: str, topic: str) -> list[dict]:
     consumer = reader_consumer(servers)
     try:
         return [
-            orjson.loads(record.value)
+            orjson.loads(cast(bytes, record.value))  # the counter's outputs all have a value
             for p in range(partitions)
             for batch in read_partition(consumer, TopicPartition(topic, p), 0)
             for record in batch
@@ -131,8 +132,10 @@ def run_quickstart(options: QuickstartSpec, echo: Callable[[str], None] = print)
             dev_broker.stop(work / "broker")
 
 
-def _show(windows: list[dict], late: int, spec: PageViewSpec, top: int, echo: Callable[[str], None]) -> None:
-    by_hour: dict[int, list[dict]] = defaultdict(list)
+def _show(
+    windows: list[dict[str, Any]], late: int, spec: PageViewSpec, top: int, echo: Callable[[str], None]
+) -> None:
+    by_hour: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for window in windows:
         by_hour[window["window_start"]].append(window)
     echo("")
