@@ -64,7 +64,8 @@ class LocalCheckpoints:
             offset = data["offset"]
             if data["topic"] != self.topic or data["partition"] != self.partition:
                 log.warning(
-                    "local checkpoint %s is of %s/%s, not %s/%s: ignored",
+                    "local checkpoint %s is of %s/%s, not %s/%s: ignored (a store of the same name"
+                    " of another job in this directory? give each job its own job.logged.store.base.dir)",
                     path,
                     data["topic"],
                     data["partition"],

@@ -52,3 +52,22 @@ def test_the_pipeline_names_are_visible_to_dir_and_type_checkers_without_importi
     source = (ROOT / "samzapy" / "__init__.py").read_text()
     typed = source.split("from samzapy.pipeline import (", 1)[1].split(")", 1)[0]
     assert {"App", "tumbling", "count", "json"} <= set(typed.replace(",", " ").split())
+
+
+def test_a_local_checkpoint_of_another_jobs_store_says_why_and_what_to_do(tmp_path, caplog):
+    # Two apps in one directory with a store of the same name ('totals') share state/totals/:
+    # each run of one warned "local checkpoint ... is of nu-leak-a-totals-changelog/0, not
+    # nu-leak-b-totals-changelog/0: ignored" and restored from scratch, with no word of why.
+    import json
+
+    from samzapy.stores.checkpoints import LocalCheckpoints, checkpoints_dir
+
+    store_dir = tmp_path / "state" / "totals" / "Partition_0"
+    other = checkpoints_dir(store_dir) / "7"
+    other.mkdir(parents=True)
+    (other / "OFFSET").write_text(json.dumps({"topic": "a-totals-changelog", "partition": 0, "offset": 7}))
+    with caplog.at_level("WARNING"):
+        assert LocalCheckpoints(store_dir, "b-totals-changelog", 0).newest_first() == []
+    (record,) = caplog.records
+    assert "is of a-totals-changelog/0, not b-totals-changelog/0: ignored" in record.getMessage()
+    assert "job.logged.store.base.dir" in record.getMessage()
