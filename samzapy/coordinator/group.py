@@ -13,10 +13,12 @@ The membership consumer is polled by a thread of its own (joins take seconds; th
 must not wait for them). kafka-python calls the rebalance listener on its network thread; the
 listener notes what changed, :meth:`GroupMembership.poll` hands it to the container as a
 :class:`Rebalance`, and the container applies it on its own thread, between two turns of its
-loop. Under the cooperative protocol (KIP-429) a task leaving this member is first revoked: the
-listener waits (at most half the session timeout) until the container has committed the task
-and let it go (:meth:`GroupMembership.acknowledge`), and the task reaches its new owner only
-in the follow-up round, after that. Tasks that stay keep running through both rounds.
+loop. Under the cooperative protocol (KIP-429) a task leaving this member is first revoked: it runs
+on here for a short grace (:data:`HANDOVER_GRACE_S`, while the round's other members fetch
+their assignments), then the listener waits (at most half the session timeout) until the
+container has committed the task and let it go (:meth:`GroupMembership.acknowledge`), and the
+task reaches its new owner in the follow-up round, right after that. Tasks that stay keep
+running through both rounds.
 
 Ownership is still decided by samzapy's fence (:mod:`samzapy.container.fencing`): a member
 that lost its membership without noticing cannot commit a task another member claimed. The
@@ -31,8 +33,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka import AsyncConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
 
 from samzapy.config import JobConfig
@@ -53,6 +56,19 @@ REBALANCE_TIMEOUT_SESSIONS = 3
 MIN_REBALANCE_TIMEOUT_MS = 15_000
 #: One poll of the membership thread (it only carries the group protocol).
 POLL_MS = 200
+#: A member that has tasks revoked keeps running them this long before it commits and lets them
+#: go, and only then joins the follow-up round that hands them over (KIP-429's second round).
+#: Joining at once moves the group's generation on while the round's other members may still
+#: be fetching their assignment of it: the dev broker (Tansu) answers a member's SyncGroup on a
+#: one-second retry, and a SyncGroup of a generation moved on fails after five seconds, so the
+#: member meant to receive the tasks missed the follow-up round and they waited one or two
+#: rounds more, unowned (measured: 8 to 16 s instead of 4 to 5). The grace costs nothing in
+#: processing: the tasks run on their old owner meanwhile, and the time they stop (from the
+#: revoke to the new owner's start) is one round. A real Kafka answers every follower's
+#: SyncGroup when the leader's arrives; there the grace only makes the move 1.5 s later.
+HANDOVER_GRACE_S = 1.5
+#: How often the revocation listener looks whether the container has let the tasks go.
+ACK_POLL_S = 0.02
 #: The member holds its tasks once the broker has not answered a heartbeat for this share of
 #: the session timeout (heartbeats go every fifth of it): past it, the broker may already have
 #: handed the tasks to another member.
@@ -90,8 +106,12 @@ def rebalance_timeout_ms(session_timeout_ms: int) -> int:
     return max(MIN_REBALANCE_TIMEOUT_MS, REBALANCE_TIMEOUT_SESSIONS * session_timeout_ms)
 
 
-class _Notes(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python ships no types
-    """Collects the listener calls of kafka-python's network thread for :meth:`GroupMembership.poll`."""
+class _Notes(AsyncConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python ships no types
+    """Collects the listener calls of kafka-python's network thread for :meth:`GroupMembership.poll`.
+
+    Async (awaited on the client's I/O loop), so that the member's heartbeats go on while a
+    revocation waits for the handover grace and the container's commit.
+    """
 
     def __init__(self, member: GroupMembership) -> None:
         self._member = member
@@ -99,17 +119,23 @@ class _Notes(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python s
         self.pending = Rebalance()
         self.acknowledged = threading.Event()
 
-    def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
         tasks = {tp.partition for tp in revoked}
+        member = self._member
+        if not member.closing:  # they run on here meanwhile (HANDOVER_GRACE_S)
+            await member.sleep(member.handover_grace_s)
         with self._lock:
             self.acknowledged.clear()
             self.pending.revoked |= tasks - self.pending.assigned
             self.pending.assigned -= tasks
         # The container commits the tasks before the follow-up round gives them away (when
         # leaving, it has committed them already).
-        if self._member.closing:
+        if member.closing:
             return
-        if not self.acknowledged.wait(self._member.revoke_wait_s):
+        deadline = time.monotonic() + member.revoke_wait_s
+        while not self.acknowledged.is_set() and time.monotonic() < deadline and not member.closing:
+            await member.sleep(ACK_POLL_S)
+        if not self.acknowledged.is_set():
             log.warning(
                 "tasks %s: the container did not let them go within %.1fs; handing them over anyway "
                 "(its next commit of them is fenced)",
@@ -117,13 +143,13 @@ class _Notes(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python s
                 self._member.revoke_wait_s,
             )
 
-    def on_partitions_lost(self, lost: Iterable[TopicPartition]) -> None:
+    async def on_partitions_lost(self, lost: Iterable[TopicPartition]) -> None:
         tasks = {tp.partition for tp in lost}
         with self._lock:
             self.pending.lost |= tasks - self.pending.assigned
             self.pending.assigned -= tasks
 
-    def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         assigned = list(assigned)
         self._member.pause(assigned)  # never read here: the container's consumer reads them
         with self._lock:
@@ -189,6 +215,8 @@ class GroupMembership:
         self._lease_s = job.session_timeout_ms * LEASE_SHARE / 1000
         self._lapsed_at: float | None = None  # monotonic, from a lapse until the group confirms
         self.revoke_wait_s = job.session_timeout_ms / 2000
+        self.handover_grace_s = HANDOVER_GRACE_S
+        self._state.allow_listener_time(self.handover_grace_s + self.revoke_wait_s + 1)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="group-membership", daemon=True)
         self.failed: BaseException | None = None
@@ -205,6 +233,10 @@ class GroupMembership:
     def pause(self, partitions: list[TopicPartition]) -> None:
         """Never fetch ``partitions`` with the membership consumer."""
         self._consumer.pause(*partitions)
+
+    def sleep(self, seconds: float) -> Any:
+        """An awaitable pause on kafka-python's I/O loop (for the rebalance listener)."""
+        return self._state.sleep(seconds)
 
     def start(self) -> None:
         """Join the group; the membership is kept up by a background thread from now on."""

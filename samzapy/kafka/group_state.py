@@ -3,7 +3,9 @@
 Group mode needs three facts about its membership that ``KafkaConsumer`` keeps private: the
 generation once the group is stable, whether a rejoin is pending, and when the broker last
 answered a heartbeat (the member's lease, :meth:`GroupMembership.lease_valid
-<samzapy.coordinator.group.GroupMembership.lease_valid>`). They are read from the internals of
+<samzapy.coordinator.group.GroupMembership.lease_valid>`); and it uses two handles: a pause on
+the client's I/O loop for its async rebalance listener, and the listener-time warning
+threshold. They are read from the internals of
 the kafka-python versions pyproject.toml pins (checked against :data:`CHECKED_VERSIONS`);
 :func:`coordinator_state` refuses, with the fix, a client that does not have them, so group
 mode never runs on guesses, and the member logs at start that it reads them. It lives in
@@ -67,6 +69,21 @@ class CoordinatorState:
         """
         self._coordinator.request_rejoin()
 
+    def sleep(self, seconds: float) -> Any:
+        """An awaitable pause on the client's I/O loop, for an async rebalance listener.
+
+        The loop's heartbeats go on meanwhile (a blocking wait in a listener stops them).
+        """
+        return self._coordinator._net.sleep(seconds)
+
+    def allow_listener_time(self, seconds: float) -> None:
+        """Warn about a rebalance listener only past ``seconds`` (kafka-python warns past 1 s).
+
+        samzapy's revocation listener waits on purpose: for the container's commit, and for the
+        handover grace (:data:`samzapy.coordinator.group.HANDOVER_GRACE_S`).
+        """
+        self._coordinator._REBALANCE_LISTENER_WARN_SECS = seconds
+
     def joined(self) -> bool:
         """Whether the member is in the group or joining it (not out of it)."""
         return bool(self._coordinator.state != MemberState.UNJOINED)
@@ -101,6 +118,9 @@ def coordinator_state(consumer: Any) -> CoordinatorState:
         state.member_id()
         state.joined()
         state.seconds_since_answer()
+        if not callable(getattr(consumer._coordinator._net, "sleep", None)):
+            missing = "the coordinator's I/O loop sleep"
+            raise AttributeError(missing)
     except (AttributeError, ImportError) as exc:
         msg = (
             f"group mode reads kafka-python's group coordinator state, checked against kafka-python "

@@ -2,13 +2,17 @@
 whose tasks have large state takes them only after its warm-up copies caught up, found out by
 a probing rebalance; the warm-up copies start from the store's newest snapshot in the blob
 store, not from scratch; the moved tasks restore from the warm-up copy's checkpoint (a short
-tail), and every count is exact. Real dev broker, member subprocesses."""
+tail), and every count is exact. The moved tasks stop for one group round, as in any
+cooperative move (a normal rebalance's gap): they run on their old owner until it revokes them,
+and the first assignment the leader computes after that gives them to the new member, which
+runs them from it. Real dev broker, member subprocesses."""
 
 from __future__ import annotations
 
 import re
 import signal
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -31,6 +35,25 @@ RESTORED = re.compile(
 def warming_up(log: Path) -> list[str]:
     """Every "warming up" list the member logged, in order."""
     return re.findall(r"warming up (\[[^\]]*\]|none)", log.read_text(errors="replace"))
+
+
+def stamped(log: Path, pattern: str) -> list[tuple[datetime, re.Match[str]]]:
+    """Every line of ``log`` that ``pattern`` matches, with the line's time."""
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        match = re.search(pattern, line)
+        if match:
+            found.append((datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f"), match))
+    return found
+
+
+def rounds_unowned(logs: dict[str, Path], task: int) -> list[str]:
+    """The assignments the leader computed while ``task`` was owned by nobody: from a's revoke of
+    it to b's start of it (in either member's log, as either may lead)."""
+    revoked = stamped(logs["a"], rf"tasks .*Partition {task}\b.* revoked")[0][0]
+    started = stamped(logs["b"], rf"Partition {task}: restored in .*processing")[0][0]
+    placed = stamped(logs["a"], r"placed \d+ tasks on .*") + stamped(logs["b"], r"placed \d+ tasks on .*")
+    return [m.group(0) for t, m in sorted(placed, key=lambda p: p[0]) if revoked < t < started]
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -82,5 +105,8 @@ def test_a_joining_member_takes_tasks_only_after_its_warm_up_copies_caught_up(tm
             (f, int(n)) for p, f, n in RESTORED.findall(logs["b"].read_text()) if int(p) == task
         ][-1]
         assert base.startswith("local checkpoint") and replayed < 2_000, (task, base, replayed)
+    for task in moved:  # one round unowned: the next assignment after the revoke, and b got it
+        placements = rounds_unowned(logs, task)
+        assert len(placements) == 1, (task, placements)
     counts, _ = changelog_counts(broker, f"{name}-counts-changelog")
     assert counts == dict(expected)

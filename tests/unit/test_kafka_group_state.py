@@ -34,6 +34,9 @@ def test_the_installed_kafka_python_has_the_coordinator_state_group_mode_reads()
         assert state.stable_generation() is None
         assert state.rejoin_needed() is True
         assert 0 <= state.seconds_since_answer() < 60
+        assert state.sleep(0.01) is not None  # awaited by the async rebalance listener
+        state.allow_listener_time(9.5)
+        assert consumer._coordinator._REBALANCE_LISTENER_WARN_SECS == 9.5
     finally:
         consumer.close()
     assert "kafka-python 3.0." in group_state.describe()
