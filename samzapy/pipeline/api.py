@@ -39,7 +39,7 @@ from samzapy.pipeline.graph import (
     source_roots,
     store,
 )
-from samzapy.pipeline.specs import Aggregation, SerdeName, WindowSpec, json, serde_name, string, tumbling
+from samzapy.pipeline.specs import Aggregation, SerdeLike, WindowSpec, json, serde_name, string, tumbling
 from samzapy.pipeline.tables import GlobalTable, Table
 
 #: What a job, stage or topic name may hold (Kafka's topic characters).
@@ -106,8 +106,8 @@ class App:
         self,
         topic: str,
         *,
-        key: SerdeName | str | None = string,
-        value: SerdeName | str | None = json,
+        key: SerdeLike | None = string,
+        value: SerdeLike | None = json,
         timestamp: str | Callable[[Any], int] | None = None,
         partitions: int | None = None,
     ) -> Stream:
@@ -131,8 +131,8 @@ class App:
             args={"topic": topic, "timestamp": _timestamp(timestamp, where)},
             keyed=key is not None,
             partitions=partitions,
-            key_serde=serde_name(key, "key"),
-            value_serde=serde_name(value, "value"),
+            key_serde=serde_name(key, "key", where),
+            value_serde=serde_name(value, "value", where),
         )
         return Stream(self, node)
 
@@ -140,8 +140,8 @@ class App:
         self,
         topic: str,
         *,
-        key: SerdeName | str = string,
-        value: SerdeName | str = json,
+        key: SerdeLike = string,
+        value: SerdeLike = json,
         name: str | None = None,
         timestamp: str | Callable[[Any], int] | None = None,
         versioned: int | None = None,
@@ -161,8 +161,8 @@ class App:
             name=name or topic,
             args={"topic": topic, "timestamp": _timestamp(timestamp, where), "versioned": versioned},
             partitions=partitions,
-            key_serde=serde_name(key, "key"),
-            value_serde=serde_name(value, "value"),
+            key_serde=serde_name(key, "key", where),
+            value_serde=serde_name(value, "value", where),
         )
         return Table(self, node)
 
@@ -170,8 +170,8 @@ class App:
         self,
         topic: str,
         *,
-        key: SerdeName | str = string,
-        value: SerdeName | str = json,
+        key: SerdeLike = string,
+        value: SerdeLike = json,
         name: str | None = None,
     ) -> GlobalTable:
         """A table of every partition of ``topic`` in every task (a side input, read to its
@@ -184,8 +184,8 @@ class App:
             name=name or topic,
             args={"topic": topic},
             keyed=False,
-            key_serde=serde_name(key, "key"),
-            value_serde=serde_name(value, "value"),
+            key_serde=serde_name(key, "key", where),
+            value_serde=serde_name(value, "value", where),
         )
         return GlobalTable(self, node)
 
@@ -257,7 +257,7 @@ class Stream:
         fn: Callable[[Any], Any],
         *,
         name: str | None = None,
-        key: SerdeName | str = string,
+        key: SerdeLike = string,
         idle_timeout: int = 0,
     ) -> Stream:
         """Re-key each record by ``fn(value)``. The records move to the task of their new key
@@ -280,7 +280,7 @@ class Stream:
             args={"fn": fn, "idle_timeout": idle_timeout},
             keyed=True,
             partitions=None,
-            key_serde=serde_name(key, "key"),
+            key_serde=serde_name(key, "key", where),
         )
 
     partition_by = key_by
@@ -464,20 +464,18 @@ class Stream:
             _check_copartitioned((self,), "process", where, require_keys=False)
         return self._then("process", where, args={"fn": fn, "stores": specs})
 
-    def to(
-        self, topic: str, *, key: SerdeName | str | None = None, value: SerdeName | str | None = None
-    ) -> Stream:
+    def to(self, topic: str, *, key: SerdeLike | None = None, value: SerdeLike | None = None) -> Stream:
         """Send every record to ``topic`` (created when missing), with the stream's serdes
         unless given."""
         where = _caller()
-        value_serde = serde_name(value, "value") or self.node.value_serde
+        value_serde = serde_name(value, "value", where) or self.node.value_serde
         _check_value_serde(self.node, value_serde, topic, where)
         return self._then(
             "to",
             where,
             args={
                 "topic": topic,
-                "key_serde": serde_name(key, "key") or self.node.key_serde,
+                "key_serde": serde_name(key, "key", where) or self.node.key_serde,
                 "value_serde": value_serde,
             },
         )

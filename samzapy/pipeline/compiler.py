@@ -19,6 +19,7 @@ from typing import Any
 
 from samzapy.config.properties import Property
 from samzapy.pipeline.api import App, Node, PipelineError, Where
+from samzapy.pipeline.serde_objects import registry_entries
 
 #: The generic task every pipeline runs (one instance per partition).
 TASK_CLASS = "samzapy.pipeline.task:PipelineTask"
@@ -362,12 +363,25 @@ def render(plan: Plan, source_name: str, app_spec: str | None) -> list[Property]
             put(prefix + "side.inputs.scope", "global", store.where)
         if store.versioned_ms is not None:
             put(prefix + "versioned.history.ms", store.versioned_ms, store.where)
+    _serde_registry(props)
     for key, value in app.config.items():
         put(key, value)
     put(APP_KEY, app_spec or source_name)
     if app.partitions:
         put(TASKS_KEY, app.partitions)
     return props
+
+
+def _serde_registry(props: list[Property]) -> None:
+    """Add the registry entry of each serde given as a class or object
+    (:mod:`samzapy.pipeline.serde_objects`), located at the first stage that uses it."""
+    first: dict[str, Property] = {}
+    for prop in props:
+        if prop.key.endswith((".key.serde", ".msg.serde")):
+            first.setdefault(prop.value, prop)
+    for key, spec in registry_entries(set(first)):
+        at = first[key.split(".")[2]]
+        props.append(Property(key, spec, at.source, at.line))
 
 
 def _intermediate(put: Any, topic: str, app: App, where: Where) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from samzapy.errors import ConfigError
-from samzapy.pipeline.specs import Aggregation, SerdeName, json, serde_name, string
+from samzapy.pipeline.specs import Aggregation, SerdeLike, json, serde_name, string
 
 _HERE = str(Path(__file__).resolve().parent) + "/"
 
@@ -56,9 +56,12 @@ class StoreSpec:
     value: str = "json"
 
 
-def store(name: str, *, key: SerdeName | str = string, value: SerdeName | str = json) -> StoreSpec:
+def store(name: str, *, key: SerdeLike = string, value: SerdeLike = json) -> StoreSpec:
     """A store for :meth:`Stream.process`: ``store("counts", value=samzapy.long)``."""
-    return StoreSpec(name, serde_name(key, "key") or "string", serde_name(value, "value") or "json")
+    where = _caller()
+    return StoreSpec(
+        name, serde_name(key, "key", where) or "string", serde_name(value, "value", where) or "json"
+    )
 
 
 @dataclass(eq=False)

@@ -217,7 +217,8 @@ def aggregate(
 @dataclass(frozen=True)
 class SerdeName:
     """A serde by name (the built-in ones: ``json``, ``string``, ``long``, ``integer``,
-    ``bytes``; or a ``module:Class`` of your own)."""
+    ``bytes``; or one registered with ``serializers.registry.<name>.class``). A stage also
+    takes a serde class or object in its place (:data:`SerdeLike`)."""
 
     name: str
 
@@ -232,11 +233,24 @@ integer = SerdeName("integer")
 raw = SerdeName("bytes")
 
 
-def serde_name(value: SerdeName | str | None, what: str) -> str | None:
-    """The name of a serde given as :class:`SerdeName`, a string or ``None``."""
+#: What a stage's ``key=`` or ``value=`` takes: a serde name, or a serde class or object (with
+#: ``to_bytes`` and ``from_bytes``: :mod:`samzapy.pipeline.serde_objects` names it).
+SerdeLike = SerdeName | builtins.str | Any
+
+
+def serde_name(value: SerdeLike | None, what: str, where: Any = None) -> str | None:
+    """The name of a serde given as :class:`SerdeName`, a string, a serde class or object
+    (registered under a name by :func:`samzapy.pipeline.serde_objects.serde_ref`), or ``None``."""
     if value is None or isinstance(value, SerdeName):
         return None if value is None else value.name
     if isinstance(value, builtins.str):
         return value
-    msg = f"{what} must be a serde name (samzapy.json, 'string', 'my.module:Serde'), got {value!r}"
-    raise TypeError(msg)
+    from samzapy.pipeline.serde_objects import serde_ref
+
+    try:
+        return serde_ref(value, what)
+    except TypeError as exc:
+        if where is None:
+            raise
+        msg = f"{where}: {exc}"
+        raise TypeError(msg) from None
