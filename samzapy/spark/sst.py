@@ -30,7 +30,7 @@ from typing import Any
 
 from samzapy.config.model import StoreConfig
 from samzapy.spark import SparkJobError
-from samzapy.stores.checkpoints import LocalCheckpoints
+from samzapy.stores.checkpoints import OFFSET_FILE, LocalCheckpoints
 from samzapy.stores.factory import rocksdb_options, store_dir
 from samzapy.stores.rocksdb import RocksDBStore, open_rdict
 
@@ -178,10 +178,14 @@ def ingest_store(
     partition: int,
     files: Iterable[SstFile],
     changelog_offset: int | None,
+    *,
+    base: Path | None = None,
 ) -> Path:
     """Build ``<base_dir>/<store>/Partition_<N>`` afresh from ``files`` (ingested in order).
 
-    Whatever was there before (live directory and local checkpoints) is deleted first. With
+    Whatever was there before (live directory and local checkpoints) is deleted first; the
+    store then starts empty, or as ``base`` (a RocksDB checkpoint, e.g. a downloaded snapshot,
+    moved into place: on the same filesystem), and the files are ingested over it. With
     ``changelog_offset`` (the last changelog offset the files reflect) a local checkpoint at
     that offset is taken, so that the job's restore uses the store and replays only the
     changelog after it; ``None`` (the changelog had no record) leaves no checkpoint.
@@ -193,6 +197,10 @@ def ingest_store(
     topic = config.changelog.stream if config.changelog is not None else None
     LocalCheckpoints(live, topic or "", partition).delete_all()
     shutil.rmtree(live, ignore_errors=True)
+    if base is not None:
+        live.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(base, live)
+        (live / OFFSET_FILE).unlink(missing_ok=True)  # a local checkpoint's marker, not RocksDB's
     ordered = sorted(files, key=lambda f: f.order)
     db = open_rdict(live, rocksdb_options(config))
     try:

@@ -1,5 +1,6 @@
 """What the Spark jobs that write stores share: the store partitions to write (:class:`Target`,
-from the changelogs and the job's checkpoint: :func:`changelog_targets`), the rows executors
+from the changelogs and the job's checkpoint: :func:`changelog_targets`; started from the
+newest usable snapshot in the job's blob store: :func:`from_snapshots`), the rows executors
 send back about the ranges and SST files they wrote (:data:`RESULT_SCHEMA`), and the ingest of
 those files into the stores on the driver (:func:`ingest`). Used by the bulk restore
 (:mod:`samzapy.spark.restore`) and by state as data (:mod:`samzapy.spark.state_data`: reading
@@ -7,6 +8,8 @@ up to the checkpoint, writing stores from rows)."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,8 @@ from samzapy.config import JobConfig
 from samzapy.config.model import StoreConfig
 from samzapy.spark import SparkJobError
 from samzapy.spark.sst import SstFile, ingest_store, write_collected
+
+log = logging.getLogger(__name__)
 
 RESULT_SCHEMA = (
     "kind STRING, store STRING, partition INT, ord BIGINT, path STRING, entries BIGINT, "
@@ -39,12 +44,19 @@ class PartitionStats:
 
 @dataclass(frozen=True)
 class Target:
-    """One store partition to write, and where its changelog range stops."""
+    """One store partition to write, and its changelog range.
+
+    With a ``base`` (a snapshot downloaded from the blob store: a RocksDB checkpoint at
+    changelog offset ``start - 1``) the store starts as the base and the range, from ``start``,
+    is written over it, deletions (tombstones) included.
+    """
 
     store: StoreConfig
     partition: int
     stop: int | None  # exclusive; None: true end
     fence: ChangelogFence | None = None  # the checkpoint's: a zombie's records are left out
+    start: int | None = None  # first offset to read; None: the changelog's beginning
+    base: Path | None = None  # the snapshot the store starts from (its offset is start - 1)
 
     def fence_row(self) -> tuple[int, int]:
         """The fence as plain numbers for a Spark row: (start, generation); -1 for "no start",
@@ -94,6 +106,59 @@ def changelog_targets(
     return targets
 
 
+def from_snapshots(job: JobConfig, targets: list[Target], servers: str, work_dir: Path) -> list[Target]:
+    """``targets`` started from the newest usable snapshot of their store (module docstring).
+
+    For every target whose store restores from snapshots (``stores.<store>.restore.factories``,
+    or its backup factories, naming ``blobstore``), the newest snapshot usable for the target's
+    last offset (the checkpoint's with ``to_checkpoint``, else the changelog's end; its fence
+    too) is downloaded under ``work_dir`` and checked, file by file, as the job's own restore
+    does (:class:`samzapy.stores.snapshot_restore.SnapshotSource`: a damaged one is skipped for
+    the previous one); the target then reads only the changelog after it. Targets without a
+    usable snapshot, and every target when the job has no blob store, are returned as they are.
+    """
+    from samzapy.kafka.offsets import end_offsets
+    from samzapy.kafka.reading import reader_consumer
+    from samzapy.records import TopicPartition
+    from samzapy.stores.checkpoints import LocalCheckpoints
+    from samzapy.stores.snapshot_index import SnapshotLayout, job_label
+    from samzapy.stores.snapshot_restore import SnapshotSource
+    from samzapy.stores.snapshots import job_blob_store
+
+    wanted = [
+        i
+        for i, t in enumerate(targets)
+        if t.store.restores_from_snapshots and t.stop != 0 and t.store.changelog is not None
+    ]
+    blob = job_blob_store(job) if wanted else None
+    if blob is None:
+        return targets
+    tps = {i: TopicPartition(_topic(targets[i]), targets[i].partition) for i in wanted}
+    consumer = reader_consumer(servers)
+    try:
+        ends = end_offsets(consumer, list(tps.values()))
+    finally:
+        consumer.close()
+    label = job_label(job.job_name, job.job_id)
+    started = list(targets)
+    for i, tp in tps.items():
+        target, end = targets[i], ends[tp]
+        last = end - 1 if target.stop is None else target.stop - 1
+        local = work_dir / target.store.name / f"Partition_{target.partition}"
+        checkpoints = LocalCheckpoints(local, tp.topic, tp.partition)
+        source = SnapshotSource(blob, SnapshotLayout(label, target.store.name, target.partition))
+        offset = source.fetch(checkpoints, last, target.fence, end)
+        if offset is not None:
+            base = checkpoints.root / str(offset)
+            started[i] = dataclasses.replace(target, start=offset + 1, base=base)
+    return started
+
+
+def _topic(target: Target) -> str:
+    assert target.store.changelog is not None
+    return target.store.changelog.stream
+
+
 def result_schema() -> Any:
     """:data:`RESULT_SCHEMA` as a pyarrow schema (for ``mapInArrow`` batches)."""
     import pyarrow as pa
@@ -138,7 +203,9 @@ def ingest(
             if r["kind"] == "file" and (r["store"], r["partition"]) == (name, partition)
         }
         offset = max((r["last_offset"] for r in ranges), default=None)
-        path = ingest_store(target.store, target_dir, partition, files.values(), offset)
+        if target.start is not None:  # from a snapshot: at least its offset
+            offset = max(target.start - 1, offset if offset is not None else -1)
+        path = ingest_store(target.store, target_dir, partition, files.values(), offset, base=target.base)
         result.append(
             PartitionStats(
                 name,

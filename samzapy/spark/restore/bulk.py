@@ -13,6 +13,13 @@ changelog partition (or per offset range with ``max_records_per_range``), each i
 keeps the last record of each key — a tombstone deletes it — writing SST files as it goes.
 Split ranges write deletions too and are ingested oldest first, so later ranges win.
 
+When the job keeps snapshots of a store in a blob store (``stores.<store>.backup.factories``
+with ``blobstore``), each store partition starts from the newest complete snapshot usable for
+it, downloaded and checked as the job's own restore does, and only the changelog after the
+snapshot's offset is read (its tombstones written as deletions over the snapshot); a missing or
+damaged snapshot falls back to the previous one, then to the whole changelog, with a log line
+saying which (:func:`samzapy.spark.targets.from_snapshots`).
+
 When every changelog partition holds at most ``in_memory_max_records`` records (and ranges
 are not split), a leaner plan does the same in one Python pass per partition: the task reads
 its partition from Kafka itself, keeps the last value of each key in a dict, sorts the keys
@@ -58,6 +65,7 @@ from samzapy.spark.targets import (
     PartitionStats,
     Target,
     changelog_targets,
+    from_snapshots,
     ingest,
     result_schema,
 )
@@ -146,17 +154,22 @@ def restore_stores(
 
     servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
     targets = changelog_targets(job, chosen, partitions, to_checkpoint, servers)
-    return run_bulk_restore(
-        targets,
-        Path(target_dir),
-        servers,
-        master=master,
-        handoff=handoff,
-        staging_dir=staging_dir,
-        max_records_per_range=max_records_per_range,
-        in_memory_max_records=in_memory_max_records,
-        started=started,
-    )
+    downloads = Path(target_dir) / f".snapshot-staging-{uuid.uuid4().hex[:12]}"  # same filesystem: moved
+    try:
+        targets = from_snapshots(job, targets, servers, downloads)
+        return run_bulk_restore(
+            targets,
+            Path(target_dir),
+            servers,
+            master=master,
+            handoff=handoff,
+            staging_dir=staging_dir,
+            max_records_per_range=max_records_per_range,
+            in_memory_max_records=in_memory_max_records,
+            started=started,
+        )
+    finally:
+        shutil.rmtree(downloads, ignore_errors=True)
 
 
 def _stores(job: JobConfig, names: list[str] | None) -> list[StoreConfig]:
@@ -253,12 +266,17 @@ def _plan(
         ending = {str(t.partition): t.stop for t in group if t.stop is not None}
         if ending:
             reader = reader.option("endingOffsets", json.dumps({topic: ending}))
+        starting = {str(t.partition): t.start for t in group if t.start is not None}
+        if starting:  # after a snapshot
+            reader = reader.option("startingOffsets", json.dumps({topic: starting}))
         if max_records:
             reader = reader.option("maxRecordsPerPartition", str(max_records))
         frames.append(_fenced(reader.load(), group).select("topic", "partition", "offset", "key", "value"))
     frame = reduce(lambda a, b: a.unionAll(b), frames)
     stores = {t.store.changelog.stream: t.store for t in targets if t.store.changelog is not None}
-    writer = _RangeWriter(stores, handoff, staging, write_deletes=max_records is not None)
+    # split ranges, and ranges written over a snapshot, delete what a tombstone deletes
+    deletes = max_records is not None or any(t.base is not None for t in targets)
+    writer = _RangeWriter(stores, handoff, staging, write_deletes=deletes)
     return frame.sortWithinPartitions("topic", "partition", "key", "offset").mapInArrow(writer, RESULT_SCHEMA)
 
 
@@ -307,21 +325,29 @@ def _largest_range(targets: list[Target], servers: str) -> int:
 
 def _in_memory_plan(spark: Any, targets: list[Target], servers: str, handoff: str, staging: str) -> Any:
     ranges = [
-        (t.store.changelog.stream, t.partition, -1 if t.stop is None else t.stop, *t.fence_row())
+        (
+            t.store.changelog.stream,
+            t.partition,
+            -1 if t.start is None else t.start,
+            -1 if t.stop is None else t.stop,
+            *t.fence_row(),
+        )
         for t in targets
     ]
     rows = spark.sparkContext.parallelize(ranges, len(ranges))
     frame = spark.createDataFrame(
-        rows, "topic STRING, partition INT, stop BIGINT, fence_start BIGINT, fence_generation BIGINT"
+        rows,
+        "topic STRING, partition INT, start BIGINT, stop BIGINT, fence_start BIGINT, fence_generation BIGINT",
     )
     stores = {t.store.changelog.stream: t.store for t in targets if t.store.changelog is not None}
     return frame.mapInArrow(_PartitionReader(stores, servers, handoff, staging), RESULT_SCHEMA)
 
 
 class _PartitionReader:
-    """The executor side of the in-memory plan: (topic, partition, stop, fence) rows -> each
-    partition read from Kafka (without the records the fence rules out), its last value per
-    key sorted into SST files + stats rows."""
+    """The executor side of the in-memory plan: (topic, partition, start, stop, fence) rows ->
+    each partition read from Kafka (without the records the fence rules out), its last value per
+    key sorted into SST files + stats rows (a range from a snapshot's offset on, ``start`` >= 0,
+    also writes its tombstones as deletions)."""
 
     def __init__(self, stores: dict[str, StoreConfig], servers: str, handoff: str, staging: str) -> None:
         self.stores = stores
@@ -342,14 +368,14 @@ class _PartitionReader:
         consumer = reader_consumer(self.servers, raw_records=True)
         try:
             for batch in batches:
-                columns = (batch.column(i).to_pylist() for i in range(5))
-                for topic, partition, stop, fence_start, fence_generation in zip(*columns, strict=True):
+                columns = (batch.column(i).to_pylist() for i in range(6))
+                for topic, partition, first, stop, fence_start, fence_gen in zip(*columns, strict=True):
                     tp = TopicPartition(topic, partition)
-                    start = consumer.beginning_offsets([tp])[tp]
+                    start = max(consumer.beginning_offsets([tp])[tp], first)
                     records = read_partition(consumer, tp, start, None if stop < 0 else stop)
-                    if fence_generation:
-                        records = _keyless_if_fenced(records, ChangelogFence(fence_start, fence_generation))
-                    state = _RangeState(self.stores[topic], topic, partition, directory, deletes=False)
+                    if fence_gen:
+                        records = _keyless_if_fenced(records, ChangelogFence(fence_start, fence_gen))
+                    state = _RangeState(self.stores[topic], topic, partition, directory, deletes=first >= 0)
                     with cyclic_gc_paused():  # as the sequential restore: see stores/restore.py
                         state.add_unsorted(records)
                     results.extend(state.finish(self.handoff))
