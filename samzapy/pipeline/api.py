@@ -344,7 +344,7 @@ class Stream:
             late_to: a topic for records too late for every window (default: counted, dropped).
 
         The stream out holds one record per result, keyed like the input, valued
-        ``{"start": ms, "end": ms, "value": result}`` (with ``"final"`` unless
+        ``{"key": key, "start": ms, "end": ms, "value": result}`` (with ``"final"`` unless
         ``emit="final"`` without ``early``).
         """
         where = _caller()
