@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from samzapy.errors import SerdeError
 from samzapy.operators import (
     RepartitionError,
     Watermark,
@@ -84,9 +85,16 @@ class KeyBySend(Clock):
             lineage_header(self.task.source_name, self.task.sequence(), self.before_progress),
             (TIME_HEADER, str(ts).encode()),
         ]
-        self.task.collector.send(
-            OutgoingMessageEnvelope(self.output, key=new_key, message=value, headers=headers, id=rid)
-        )
+        try:
+            self.task.collector.send(
+                OutgoingMessageEnvelope(self.output, key=new_key, message=value, headers=headers, id=rid)
+            )
+        except SerdeError as exc:  # the key function's result: name key_by, not its topic's keys
+            msg = (
+                f"in the pipeline's key_by() at {self.node.where}: {exc} (key_by(..., key=samzapy.long) "
+                "sends int keys; or return a str)"
+            )
+            raise SerdeError(msg) from exc
 
     def tick(self) -> None:
         """Broadcast the progress when it moved."""

@@ -140,3 +140,17 @@ def test_a_syntax_error_in_the_app_names_its_line_once(tmp_path, monkeypatch):
     message = str(raised.value)
     assert message.startswith("importing the app broken_app.py raised SyntaxError: "), message
     assert "(broken_app.py, line 2)" in message and "frozen" not in message, message
+
+
+def test_an_int_key_from_key_by_names_the_key_by_and_its_key_serde():
+    # key_by(lambda v: v["user_id"]) with int ids: the Error named the intermediate topic's
+    # config keys (systems.kafka.streams.<job>-...-repartition.samza.key.serde), not key_by.
+    app = samzapy.App("int-key")
+    views = app.stream("views", timestamp="ts")
+    views.key_by(lambda v: v["user_id"]).window(samzapy.tumbling(hours=1), samzapy.count()).to("out")
+    line = sys._getframe().f_lineno - 1
+    with PipelineHarness(app) as h, pytest.raises(SerdeError) as raised:
+        h.send("views", "x", {"user_id": 7, "ts": 0})
+    message = str(raised.value)
+    assert message.startswith(f"in the pipeline's key_by() at test_pipeline_newuser.py:{line}: "), message
+    assert "key_by(..., key=samzapy.long)" in message
