@@ -13,8 +13,10 @@ gets 2 of the tasks:
   copies caught up, and b restores each from its copy's checkpoint.
 
 Measured from the members' logs: the **processing gap** of a moved task (from a's "revoked"
-line to b's "restored ... processing" line for that task: the time nobody processes it) and
-**b's start -> its share processing**. Input keeps flowing (``--rate`` messages/s) throughout.
+line for that task to b's "restored ... processing" line for it: the time nobody processes it;
+the largest over the moved tasks), the **group rounds** it was unowned (the leader's
+assignments in that time: 1 is a cooperative move's minimum) and **b's start -> its share
+processing**. Input keeps flowing (``--rate`` messages/s) throughout.
 
 Usage: ``python -m benchmarks.bench_warmup [--size tiny|small|full] [--count N] [--rate N]``.
 """
@@ -49,13 +51,32 @@ class Count(StreamTask, InitableTask):
         self.counts.put(envelope.key, (self.counts.get(envelope.key) or 0) + 1)
 
 
-def when(log: Path, text: str) -> float | None:
-    """Epoch seconds of the first line of ``log`` that contains ``text``."""
+def times(log: Path, pattern: str) -> list[float]:
+    """Epoch seconds of every line of ``log`` that ``pattern`` (a regex) matches."""
+    found = []
     for line in log.read_text(errors="replace").splitlines():
         match = LOG_TIME.match(line)
-        if match and text in line:
-            return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-    return None
+        if match and re.search(pattern, line):
+            found.append(datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp())
+    return found
+
+
+def when(log: Path, pattern: str) -> float | None:
+    """Epoch seconds of the first line of ``log`` that ``pattern`` matches."""
+    found = times(log, pattern)
+    return found[0] if found else None
+
+
+def move_of(task: int, a: Path, b: Path) -> tuple[float, int]:
+    """A moved task's processing gap (a's revoke of it to b's start of it) and the group rounds
+    (the leader's assignments) in between."""
+    revoked = when(a, rf"tasks .*Partition {task}\b.* revoked: committed")
+    started = when(b, rf"Partition {task}: restored in .*processing")
+    if revoked is None or started is None:
+        msg = f"Partition {task}: the logs do not show its move ({a}, {b})"
+        raise SystemExit(msg)
+    placed = times(a, r"placed \d+ tasks on") + times(b, r"placed \d+ tasks on")
+    return started - revoked, sum(1 for t in placed if revoked < t < started)
 
 
 def prefill(servers: str, topic: str, count: int) -> None:
@@ -112,15 +133,13 @@ def scenario(workdir: Path, servers: str, name: str, count: int, rate: int, warm
         wait_until(lambda: len(b.running()) == TASKS // 2, 600, "b to take its share")
         time.sleep(2)
         moved = b.running()
-        revoked = when(a.log, "revoked: committed and closed")
-        processing = [when(b.log, f"Partition {t}: restored in") for t in moved]
-        if revoked is None or None in processing:
-            msg = f"{name}: the logs do not show the move ({a.log}, {b.log})"
-            raise SystemExit(msg)
+        gaps, rounds = zip(*(move_of(t, a.log, b.log) for t in moved), strict=True)
+        processing = [when(b.log, rf"Partition {t}: restored in") or 0.0 for t in moved]
         took = [float(x) for x in re.findall(r"Partition \d+: restored in ([\d.]+)s", b.log.read_text())]
         return {
             "restore_s": max(took[-len(moved) :]),
-            "gap_s": max(processing) - revoked,
+            "gap_s": max(gaps),
+            "rounds": max(rounds),
             "share_s": max(processing) - b.started,
             "warming_up": float(bool(when(b.log, "probing rebalance"))),
         }
@@ -148,6 +167,8 @@ def main() -> None:
     result.add(
         "moved task's processing gap, warm-up copies", warm["gap_s"], "s", limit=("no warm-up", cold["gap_s"])
     )
+    result.add("  group rounds it was unowned, no warm-up", cold["rounds"], "")
+    result.add("  group rounds it was unowned, warm-up copies", warm["rounds"], "")
     result.add("  of which the moved tasks' restore, no warm-up", cold["restore_s"], "s")
     result.add("  of which the moved tasks' restore, warm-up copies", warm["restore_s"], "s")
     result.add("b start -> its share processing, no warm-up", cold["share_s"], "s")
