@@ -1,5 +1,6 @@
 """Moves that wait for a warm copy (KIP-441, placement rule 5): the pure rule, then the assignor
-over rounds of the group protocol (no broker), as kafka-python's coordinator drives it."""
+over rounds of the group protocol (no broker), as kafka-python's coordinator drives it; and the
+revocation listener's handover grace (a revoked task runs on before it goes)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,48 @@ def test_a_joining_member_warms_up_then_takes_its_tasks_at_a_probing_rebalance()
     assert b.assignor.assignment.warmups == (3,)
     rebalance([a, b], cluster, 4)
     assert b.assignor.assignment.actives == (2,) and b.assignor.assignment.warmups == (3,)
+
+
+class _Ready:
+    """An awaitable that is done at once (what the I/O loop's sleep is after the pause)."""
+
+    def __await__(self):
+        return iter(())
+
+
+class _Revoking:
+    """The member side the revocation listener talks to; the container acknowledges at its
+    first look."""
+
+    closing = False
+    handover_grace_s = 1.25
+    revoke_wait_s = 3.0
+
+    def __init__(self) -> None:
+        self.notes = None
+        self.seen: list[tuple[float, set[int]]] = []  # each pause, and what the container had then
+
+    def sleep(self, seconds: float) -> _Ready:
+        self.seen.append((seconds, set(self.notes.pending.revoked)))
+        if len(self.seen) > 1:
+            self.notes.acknowledged.set()  # the container let them go
+        return _Ready()
+
+
+def test_a_revoked_task_runs_on_for_the_handover_grace_then_goes_to_the_container() -> None:
+    from kafka import TopicPartition
+
+    from samzapy.coordinator.group import _Notes
+
+    member = _Revoking()
+    member.notes = notes = _Notes(member)
+    listener = notes.on_partitions_revoked([TopicPartition("clicks", 2), TopicPartition("views", 2)])
+    try:
+        listener.send(None)
+    except StopIteration:
+        pass
+    else:
+        raise AssertionError("the listener did not finish once the container let go")
+    assert member.seen[0] == (1.25, set())  # the grace first: the task still runs here
+    assert member.seen[1][1] == {2}  # then handed to the container, which commits and lets it go
+    assert notes.take(None).revoked == {2}
