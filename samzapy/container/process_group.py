@@ -67,16 +67,27 @@ def _loopback_port() -> int:
         return port
 
 
+def _libc_prctl() -> Callable[..., int] | None:
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None  # not Linux: members then outlive a killed parent
+    return prctl
+
+
+#: Looked up once here: the forked child must not load libraries (another thread of the
+#: parent may hold the loader's lock at the fork).
+_PRCTL = _libc_prctl()
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
     """In a member before exec.
 
     SIGTERM when the parent dies (a kill -9 of the parent must not leave members running
     unsupervised).
     """
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass  # not Linux: members then outlive a killed parent
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
