@@ -119,9 +119,9 @@ def table(results: list[dict]) -> str:
     """The printed table: one line per row, the benchmark's peak RSS where a row has none, and
     the CPU microseconds per message of the measured process where the row has them."""
     lines = [
-        f"| {'benchmark':<14} | {'what':<46} | {'value':>12} | {'unit':<7} | {'ratio':>6} | "
+        f"| {'benchmark':<16} | {'what':<54} | {'value':>12} | {'unit':<7} | {'ratio':>6} | "
         f"{'to (same run)':<22} | {'CPU/msg':>9} | {'peak RSS':>8} |",
-        f"|{'-' * 16}|{'-' * 48}|{'-' * 14}|{'-' * 9}|{'-' * 8}|{'-' * 24}|{'-' * 11}|{'-' * 10}|",
+        f"|{'-' * 18}|{'-' * 56}|{'-' * 14}|{'-' * 9}|{'-' * 8}|{'-' * 24}|{'-' * 11}|{'-' * 10}|",
     ]
     for result in results:
         for row in result["rows"]:
@@ -129,13 +129,13 @@ def table(results: list[dict]) -> str:
             rss = row["rss_mb"] if row["rss_mb"] is not None else result["peak_rss_mb"]
             cpu = "" if row.get("cpu_us") is None else f"{row['cpu_us']:.1f} us"
             lines.append(
-                f"| {result['name']:<14} | {row['what']:<46} | {row['value']:>12,.1f} | {row['unit']:<7} | "
+                f"| {result['name']:<16} | {row['what']:<54} | {row['value']:>12,.1f} | {row['unit']:<7} | "
                 f"{ratio:>6} | {row['ratio_to'] or '':<22} | {cpu:>9} | {rss:>5.0f} MB |"
             )
         if not result["rows"]:
             state = "FAILED" if result.get("failed") else "see notes"
             lines.append(
-                f"| {result['name']:<14} | {state:<46} | {'':>12} | {'':<7} | {'':>6} | {'':<22} | "
+                f"| {result['name']:<16} | {state:<54} | {'':>12} | {'':<7} | {'':>6} | {'':<22} | "
                 f"{'':>9} | {result['peak_rss_mb']:>5.0f} MB |"
             )
     return "\n".join(lines)
