@@ -3,11 +3,14 @@
 The docs name ``config/<name>.properties`` and ``jobs/<module>.py``; an installed wheel has
 them as ``samzapy/example_configs/`` (data) and ``samzapy.jobs`` (code). ``list`` shows them,
 ``copy NAME DIR`` writes the job's ``.properties`` and its task module into ``DIR``, the
-``task.class`` pointed at the copy, so that what runs is what you edit.
+``task.class`` pointed at the copy, so that what runs is what you edit. The pipelines
+(``jobs/*_pipeline.py``, docs/pipelines.md) are examples too, named like their app: ``copy``
+writes the module, which ``samzapy run`` takes as it is.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 from dataclasses import dataclass
@@ -25,7 +28,7 @@ class Example:
     """One example job: its config file, what it does, and its task module."""
 
     name: str
-    config: Path
+    config: Path | None  # None for a pipeline: the module is the whole job
     summary: str
     module: str | None  # samzapy.jobs.<module>, None when task.class is elsewhere
     task_class: str | None
@@ -39,19 +42,43 @@ class Example:
         return Path(spec.origin) if spec and spec.origin else None
 
 
+def first_sentence(text: str) -> str:
+    r"""The first sentence of ``text`` (whitespace joined), or all of it.
+
+    >>> first_sentence("Orders joined with their customer (a join). Every change\n# sends it.")
+    'Orders joined with their customer (a join).'
+    """
+    joined = " ".join(text.split())
+    end = re.search(r"\.(\s|$)", joined)
+    return joined[: end.start() + 1] if end else joined
+
+
 def examples() -> list[Example]:
-    """Every example job, by name."""
+    """Every example job, by name: the task jobs (by config file), then the pipelines."""
     from samzapy.quickstart import example_config_dir
 
     found = []
     for path in sorted(example_config_dir().glob("*.properties")):
         text = path.read_text(encoding="utf-8")
-        summary = " ".join(
-            line.lstrip("# ").strip() for line in text.splitlines()[:2] if line.startswith("#")
-        )
+        header = []
+        for line in text.splitlines():
+            if not line.startswith("#"):
+                break
+            header.append(line.lstrip("# "))
         task = _TASK_CLASS.search(text)
         module, cls = (task.group(1), task.group(2)) if task else (None, None)
-        found.append(Example(path.stem, path, summary, module, cls))
+        found.append(Example(path.stem, path, first_sentence(" ".join(header)), module, cls))
+    return found + _pipelines()
+
+
+def _pipelines() -> list[Example]:
+    spec = importlib.util.find_spec("samzapy.jobs")
+    folders = spec.submodule_search_locations if spec and spec.submodule_search_locations else []
+    found = []
+    for folder in folders:
+        for path in sorted(Path(folder).glob("*_pipeline.py")):
+            doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+            found.append(Example(path.stem.replace("_", "-"), None, first_sentence(doc), path.stem, None))
     return found
 
 
@@ -75,13 +102,21 @@ def copy_example(example: Example, target: Path) -> list[Path]:
     Raises:
         click.BadParameter: a file to write exists already.
     """
-    text = example.config.read_text(encoding="utf-8")
     files: dict[Path, str] = {}
     code = example.code
+    if example.config is None:  # a pipeline: its module is the job
+        assert code is not None
+        files[target / code.name] = code.read_text(encoding="utf-8")
+        return _write(files, target)
+    text = example.config.read_text(encoding="utf-8")
     if code is not None and example.module is not None:
         files[target / code.name] = code.read_text(encoding="utf-8")
         text = _TASK_CLASS.sub(f"task.class={example.module}:{example.task_class}", text)
     files[target / example.config.name] = text
+    return _write(files, target)
+
+
+def _write(files: dict[Path, str], target: Path) -> list[Path]:
     clash = [str(path) for path in files if path.exists()]
     if clash:
         msg = f"{', '.join(clash)} exists already: copy into another directory"
@@ -101,7 +136,12 @@ def examples_group() -> None:
 def list_examples() -> None:
     """Name, what it does and where its config and code are, one example a paragraph."""
     for example in examples():
-        click.echo(f"{example.name}\n    {example.summary}\n    config: {example.config}")
+        click.echo(f"{example.name}\n    {example.summary}")
+        if example.config is None:
+            click.echo(f"    code:   {example.code} (a pipeline)")
+            click.echo(f"    run:    samzapy run samzapy.jobs.{example.module}:app")
+            continue
+        click.echo(f"    config: {example.config}")
         if example.code is not None:
             click.echo(f"    code:   {example.code} ({example.task_class})")
 
@@ -112,6 +152,7 @@ def list_examples() -> None:
 def copy(name: str, directory: Path) -> None:
     """Copy example NAME's .properties and task module into DIR (default: here) to run and edit."""
     example = find(name)
-    for path in copy_example(example, directory):
+    written = copy_example(example, directory)
+    for path in written:
         click.echo(f"wrote {path}")
-    click.echo(f"run it: samzapy run {directory / example.config.name}")
+    click.echo(f"run it: samzapy run {written[-1]}")
