@@ -25,6 +25,13 @@ another process spins on a core.
 
 ``--trace FILE`` runs the latency job under :mod:`benchmarks.join_trace` and prints where the
 slowest 5 % of joins spent their latency; ``--latency-only 1`` skips the throughput run.
+
+``--join-layouts 1,2,1,2`` runs the throughput job once per entry, over the same produced input,
+with ``join.state.layout`` set to it (the store layouts of
+:mod:`samzapy.operators.stream_join_layout`): an A/B of the layouts interleaved in one run, each
+row with its changelog records per input event; ``--throughput-only 1`` skips the latency runs.
+
+    python -m benchmarks.bench_stream_join --size small --join-layouts 1,2,1,2 --throughput-only 1
 """
 
 from __future__ import annotations
@@ -63,8 +70,15 @@ def write_config(
     fetch_wait_ms: int = 0,
     local_checkpoint_ms: int = -1,
     flush_at_head: str = "",
+    inputs: str = "",
+    layout: str = "",
 ) -> Path:
+    """The job's config for run ``tag`` (its own job name, changelogs and outputs; its inputs
+    those of run ``inputs`` when given); ``layout`` sets ``join.state.layout``."""
     props = dict(load_config(CONFIG))
+    if layout:  # else the config's (the job's default)
+        props["join.state.layout"] = layout
+    inputs = inputs or tag
     if commit_ms > 0:  # else the config's task.commit.ms
         props["task.commit.ms"] = str(commit_ms)
     if fetch_wait_ms > 0:  # else samzapy's input consumer default (100 ms)
@@ -81,9 +95,9 @@ def write_config(
     props.update(
         {
             "job.name": f"bench-join-{tag}",
-            "task.inputs": f"kafka.imp-{tag},kafka.clk-{tag}",
-            "join.impressions.stream": f"imp-{tag}",
-            "join.clicks.stream": f"clk-{tag}",
+            "task.inputs": f"kafka.imp-{inputs},kafka.clk-{inputs}",
+            "join.impressions.stream": f"imp-{inputs}",
+            "join.clicks.stream": f"clk-{inputs}",
             "join.output.stream": f"kafka.joined-{tag}",
             "join.unjoined.stream": f"kafka.unjoined-{tag}",
             "systems.kafka.consumer.bootstrap.servers": servers,
@@ -110,7 +124,8 @@ def read_all(servers: str, topic: str) -> list:
 
 
 def throughput(tmp: str, servers: str, args: argparse.Namespace, result: Result) -> float:
-    """Run the join over a produced backlog; add its rows; its input events per second."""
+    """Run the join over a produced backlog (once per ``--join-layouts`` entry, interleaved);
+    add its rows; the input events per second of the last run."""
     impressions = args.impressions
     imps, clicks = ads(
         AdSpec(impressions=impressions, orphan_clicks=impressions // 100, span_ms=4 * 3_600_000)
@@ -119,26 +134,38 @@ def throughput(tmp: str, servers: str, args: argparse.Namespace, result: Result)
     produce_json(servers, "clk-tp", PARTITIONS, clicks)
     for topic in ("imp-tp", "clk-tp"):
         produce_end_of_stream(servers, topic)
-    config = write_config(
-        tmp,
-        servers,
-        "tp",
-        args.coalesce,
-        local_checkpoint_ms=args.local_checkpoint_ms,
-        flush_at_head=args.flush_at_head,
-    )
-    run = run_child([sys.executable, "-m", "samzapy", "run", str(config), "--exit-at-end"])
-    events = len(imps) + len(clicks)
-    joined = len(read_all(servers, "joined-tp"))
-    limit = ("Kafka Streams 20k/s", 20_000.0)
-    cpu_us = run.busy_cpu_s / events * 1e6
-    result.add("samzapy join, input events", events / run.busy_s, "ev/s", rss_mb=run.rss_mb, cpu_us=cpu_us)
-    result.add("samzapy join, joined pairs", joined / run.busy_s, "pairs/s", limit=limit)
-    result.note(
-        f"join throughput: {len(imps):,} impressions + {len(clicks):,} clicks -> {joined:,} joined; "
-        f"start-up {run.ready_s:.1f} s, processing {run.busy_s:.1f} s"
-    )
-    return events / run.busy_s
+    layouts = [x.strip() for x in args.join_layouts.split(",") if x.strip()] or [""]
+    rate = 0.0
+    for n, layout in enumerate(layouts):
+        tag = "tp" if len(layouts) == 1 else f"tp{n}"
+        config = write_config(
+            tmp,
+            servers,
+            tag,
+            args.coalesce,
+            local_checkpoint_ms=args.local_checkpoint_ms,
+            flush_at_head=args.flush_at_head,
+            inputs="tp",
+            layout=layout,
+        )
+        run = run_child([sys.executable, "-m", "samzapy", "run", str(config), "--exit-at-end"])
+        events = len(imps) + len(clicks)
+        joined = len(read_all(servers, f"joined-{tag}"))
+        changelogs = [v for k, v in load_config(config).items() if k.endswith(".changelog")]
+        logged = sum(len(read_all(servers, SystemStream.parse(c).stream)) for c in changelogs)
+        name = "samzapy join" + (f" (store layout {layout})" if layout else "")
+        limit = ("Kafka Streams 20k/s", 20_000.0)
+        cpu_us = run.busy_cpu_s / events * 1e6
+        rate = events / run.busy_s
+        result.add(f"{name}, input events", rate, "ev/s", rss_mb=run.rss_mb, cpu_us=cpu_us)
+        result.add(f"{name}, joined pairs", joined / run.busy_s, "pairs/s", limit=limit)
+        result.add(f"{name}, changelog records per input event", logged / events, "rec/ev")
+        result.note(
+            f"{name} throughput: {len(imps):,} impressions + {len(clicks):,} clicks -> {joined:,} "
+            f"joined; start-up {run.ready_s:.1f} s, processing {run.busy_s:.1f} s, "
+            f"{cpu_us:.1f} us CPU per input event, {logged:,} changelog records"
+        )
+    return rate
 
 
 def latency(
@@ -251,6 +278,8 @@ def main() -> None:
         local_checkpoint_ms=-1,
         trace="",
         latency_only=0,
+        throughput_only=0,
+        join_layouts="",
         flush_at_head="",
         busy_core=(0, 1, 1),
     )
@@ -272,10 +301,11 @@ def main() -> None:
                 else "the config's local.checkpoint.ms"
             )
             head = f"flush.at.head={args.flush_at_head or 'as configured'}"
-            result.note(f"join latency run: {commit}, {wait}, {local}, {head}")
-            latency(tmp, servers, args, result, rate, "lat", busy=False)
-            if args.busy_core:
-                latency(tmp, servers, args, result, rate, "lat-busy", busy=True)
+            if not args.throughput_only:
+                result.note(f"join latency run: {commit}, {wait}, {local}, {head}")
+                latency(tmp, servers, args, result, rate, "lat", busy=False)
+                if args.busy_core:
+                    latency(tmp, servers, args, result, rate, "lat-busy", busy=True)
         finally:
             dev_broker.stop(Path(tmp) / "broker")
     result.write(args.result)

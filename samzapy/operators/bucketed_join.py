@@ -4,8 +4,9 @@
 does (same matches, same result ids and values), in the layout of
 :mod:`samzapy.operators.stream_join_layout` (layout 2) which writes less:
 
-* each record is one put, keyed time-first by bucket: closed buckets are deleted by a range
-  scan of the time prefix, so there is no expiry index entry to write and delete per record;
+* each record is one put, keyed time-first by bucket (:data:`BUCKET_SPANS` join spans wide):
+  closed buckets are deleted by a range scan of the time prefix, so there is no expiry index
+  entry to write and delete per record;
 * only records of an emitting side stored unmatched get a pending-index entry (they must be
   emitted unmatched when their own window closes, not when their bucket does);
 * with ``once_retention_ms``, each left record is decided at most once (joined, or sent
@@ -47,6 +48,9 @@ from samzapy.operators.stream_join_layout import (
 from samzapy.operators.watermark import Watermark
 from samzapy.output_ids import join_id
 from samzapy.stores.base import KeyValueStore
+
+#: The default bucket width, in join spans (before + after + grace).
+BUCKET_SPANS = 4
 
 
 class JoinLayoutError(RuntimeError):
@@ -117,10 +121,11 @@ class BucketedStreamJoin:
         self._emits = {b"l": kind in ("left", "outer"), b"r": kind == "outer"}
         self._once = once_retention_ms
         self._encode, self._decode = encode, decode
-        # a match range (before + after wide) spans at most two buckets of this width
-        self.bucket_ms = self._check_layout(
-            store_names, bucket_ms or max(1, window_before_ms + window_after_ms + grace_ms)
-        )
+        # A match range (before + after wide) spans at most two buckets, and with buckets four
+        # times as wide one in about four (a range scan per bucket: the join's main read cost);
+        # the price is closed records kept up to four windows longer, until their bucket goes.
+        span = max(1, window_before_ms + window_after_ms + grace_ms)
+        self.bucket_ms = self._check_layout(store_names, bucket_ms or BUCKET_SPANS * span)
         stored = index_store.get(MAX_DECIDED_KEY)
         self._max_decided = MIN_MS if stored is None else decode_ms(stored)
         group = metrics

@@ -204,6 +204,6 @@ def test_layout_2_entries_decode_with_their_join_key_and_the_meta_entries_merge_
         ("pending", "k\x00", {"close_at": 105, "side": "l", "event_time": 100, "record_id": "c1"}),
         # c2 waited unmatched before i1 came: its entry stays until it closes (skipped: decided)
         ("pending", "j", {"close_at": 106, "side": "l", "event_time": 101, "record_id": "c2"}),
-        ("internal", "layout", {"version": 2, "bucket_ms": 15}),
+        ("internal", "layout", {"version": 2, "bucket_ms": 60}),  # 4 x (10 + 5)
         ("internal", "max-decided", {"max_decided": 101}),
     ]
