@@ -147,7 +147,9 @@ class PipelineHarness:
             _, msg_serde = self._serdes.for_stream(SystemStream("kafka", name))
             raw = msg_serde.to_bytes(body) if msg_serde is not None else body
             for p in range(self.partitions):
-                self.broker.append(name, p, None, raw, headers=[(CONTROL_HEADER, kind)])
+                # stamped "now", as a producer does: after the records sent before it
+                now = self.broker.now()
+                self.broker.append(name, p, None, raw, headers=[(CONTROL_HEADER, kind)], timestamp=now)
         self.run()
 
     # ------------------------------------------------------------------ running

@@ -127,6 +127,8 @@ class MemoryBroker:
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._sequence = 0
         self.default_partitions = default_partitions
+        #: The largest record timestamp appended so far (0 before any).
+        self.latest_timestamp = 0
 
     # -- topics ----------------------------------------------------------------------------
     def partition_count(self, topic: str) -> int | None:
@@ -183,8 +185,19 @@ class MemoryBroker:
             topic, partition, offset, key, value, list(headers or []), timestamp, self._sequence, writer
         )
         self._sequence += 1
+        self.latest_timestamp = max(self.latest_timestamp, timestamp)
         log.append(record)
         return record
+
+    def now(self) -> int:
+        """The timestamp of a record written "now": one ms after the latest one appended.
+
+        What the job itself writes (:meth:`MemoryProducer.send`'s default) and the harness's
+        control records carry it, as a job's producer stamps the time of the send: over a
+        backlog, a task takes what it wrote (a ``key_by``'s re-keyed records) after the
+        records that were there before it, as a job reading a backlog does
+        (``task.input.order=timestamp``)."""
+        return self.latest_timestamp + 1
 
     # -- reading ---------------------------------------------------------------------------
     def records(self, topic: str, partition: int | None = None) -> list[BrokerRecord]:
@@ -278,10 +291,11 @@ class MemoryProducer:
         *,
         partition: int | None = None,
         headers: list[tuple[str, bytes]] | None = None,
-        timestamp: int = 0,
+        timestamp: int | None = None,
     ) -> None:
         """Send one record (``value=None``: a tombstone); ``partition=None`` picks one as
-        Kafka's default partitioner does (by key hash, else round robin).
+        Kafka's default partitioner does (by key hash, else round robin); ``timestamp``
+        (default: :meth:`MemoryBroker.now`, as a producer stamps the time of the send).
 
         Raises:
             RecordTooLargeError: key plus value is larger than ``max_request_size``.
@@ -297,8 +311,9 @@ class MemoryProducer:
                 partition = partition_for_key(key, count)
             else:
                 partition, self._round_robin = self._round_robin % count, self._round_robin + 1
+        stamp = self.broker.now() if timestamp is None else timestamp
         record = self.broker.append(
-            topic, partition, key, value, headers=headers, timestamp=timestamp, writer=self.id
+            topic, partition, key, value, headers=headers, timestamp=stamp, writer=self.id
         )
         self.last_sent = record
         self._unacked.append(record)
