@@ -38,7 +38,8 @@ class BlobStoreError(StoreError):
     """A blob store call failed (unreachable service, missing object, permission, ...).
 
     Not a :class:`~samzapy.errors.StorageFailure`: a blob store that fails delays snapshots,
-    it never stops a task (the changelog still holds everything)."""
+    it never stops a task (the changelog still holds everything).
+    """
 
 
 @dataclass(frozen=True)

@@ -268,8 +268,10 @@ class TaskSnapshots:
         return found
 
     def readable_indexes(self) -> list[SnapshotIndex]:
-        """Every index that reads and parses, newest first (generation, then offset); an
-        unreadable one is logged and left out."""
+        """Every index that reads and parses, newest first (generation, then offset).
+
+        An unreadable one is logged and left out.
+        """
         found = []
         for name in reversed(self.index_names):
             try:

@@ -110,8 +110,10 @@ class SnapshotSource:
     def fetch(
         self, checkpoints: LocalCheckpoints, k: int, fence: ChangelogFence | None, end: int
     ) -> int | None:
-        """Download the newest usable snapshot newer than every usable local checkpoint into
-        ``checkpoints``; its changelog offset, or ``None`` (the log says why)."""
+        """Download into ``checkpoints`` the newest usable snapshot newer than every usable local checkpoint.
+
+        Returns its changelog offset, or ``None`` (the log says why).
+        """
         self.fetched = None
         where = f"{self.blob.describe()}/{self.layout.prefix}"
         local = [c.offset for c in checkpoints.newest_first() if c.offset <= k and c.offset < end]
@@ -202,8 +204,10 @@ class SnapshotSource:
 
 
 def verify_snapshot(blob: BlobStore, layout: SnapshotLayout, index: SnapshotIndex) -> str | None:
-    """Download every file of ``index`` to a temporary directory and check sizes and
-    checksums; the first problem found, or ``None``."""
+    """Download every file of ``index`` to a temporary directory and check sizes and checksums.
+
+    Returns the first problem found, or ``None``.
+    """
     with tempfile.TemporaryDirectory(prefix="samzapy-verify-") as tmp:
         return _download_verified(blob, layout, index, Path(tmp))
 

@@ -1,5 +1,4 @@
-"""Retention of a task's store snapshots in a blob store, safe against concurrent readers and
-uploaders.
+"""Retention of a task's store snapshots in a blob store, safe against concurrent readers and uploaders.
 
 :func:`sweep` runs after each upload: the newest ``keep`` snapshots of the task are kept
 (highest ownership generation first, then changelog offset), older indexes deleted. A file
@@ -48,8 +47,11 @@ def sweep(
     clock: Callable[[], float] = time.time,
     cache: dict[str, SnapshotIndex] | None = None,
 ) -> SweepStats:
-    """One retention pass over a task's store (module docstring): keep the newest ``keep``
-    indexes, mark the file blobs none of them names, delete those marked ``grace_s`` ago."""
+    """One retention pass over a task's store (module docstring).
+
+    Keep the newest ``keep`` indexes, mark the file blobs none of them names, delete those
+    marked ``grace_s`` ago.
+    """
     view = TaskSnapshots(blob, layout, cache)
     now = clock()
     deleted_indexes = 0

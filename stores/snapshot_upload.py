@@ -107,9 +107,12 @@ class UploadResult:
 
 
 class _Hashes:
-    """SHA-256 of files, remembered by (name, size, inode, mtime): the SST files of consecutive
-    checkpoints are hard links of one file, so each is read once. Only the files of the last
-    snapshot of each store are remembered (:meth:`keep_only`), so memory stays bounded."""
+    """SHA-256 of files, remembered by (name, size, inode, mtime).
+
+    The SST files of consecutive checkpoints are hard links of one file, so each is read once.
+    Only the files of the last snapshot of each store are remembered (:meth:`keep_only`), so
+    memory stays bounded.
+    """
 
     def __init__(self) -> None:
         self._known: dict[tuple[str, int, int, int], str] = {}
@@ -270,9 +273,12 @@ class SnapshotUploader:
             return {store: index.name for (t, store), index in self._completed.items() if t == task}
 
     def enqueue(self, task: str, store: str, engine: Any, meta: SnapshotMeta) -> bool:
-        """Queue the local checkpoint ``engine`` took at ``meta.changelog_offset`` (staged as
-        hard links now, so that the checkpoint's pruning cannot take its files away);
-        whether it was queued (no checkpoint at that offset, or that offset queued already: no)."""
+        """Queue the local checkpoint ``engine`` took at ``meta.changelog_offset`` for upload.
+
+        The checkpoint is staged as hard links now, so that the checkpoint's pruning cannot take
+        its files away. Returns whether it was queued (no checkpoint at that offset, or that
+        offset queued already: no).
+        """
         key = (task, store)
         self._track_lag(key, engine, meta.changelog_offset)
         source = checkpoints_dir(engine.store_dir) / str(meta.changelog_offset)
@@ -336,9 +342,11 @@ class SnapshotUploader:
             return self._cond.wait_for(lambda: not self._pending and self._busy is None, timeout_s)
 
     def close(self, wait_s: float = 30.0) -> None:
-        """Finish the queued snapshots for up to ``wait_s`` seconds, then stop. Stops waiting
-        at the first failed upload: a blob store that is down must not hold up a shutdown (the
-        changelog holds everything the snapshots lack)."""
+        """Finish the queued snapshots for up to ``wait_s`` seconds, then stop.
+
+        Stops waiting at the first failed upload: a blob store that is down must not hold up a
+        shutdown (the changelog holds everything the snapshots lack).
+        """
         deadline = time.monotonic() + wait_s
         failures = self.failures.value
         while time.monotonic() < deadline and self.failures.value == failures:

@@ -72,8 +72,10 @@ class JobSnapshots:
 
     @classmethod
     def for_job(cls, job: JobConfig, metrics: MetricsGroup, *, upload: bool = True) -> JobSnapshots | None:
-        """Snapshots for ``job``, or ``None`` when no store uses ``blobstore``; ``upload=False``
-        only restores (no uploader thread)."""
+        """Snapshots for ``job``, or ``None`` when no store uses ``blobstore``.
+
+        ``upload=False`` only restores (no uploader thread).
+        """
         used = any(s.backs_up_snapshots or s.restores_from_snapshots for s in job.stores.values())
         blob = job_blob_store(job) if used else None
         if blob is None:
@@ -83,9 +85,12 @@ class JobSnapshots:
         return cls(job, blob, metrics, upload=upload)
 
     def source(self, store: StoreConfig, partition: int, checkpoint: Any) -> SnapshotSource | None:
-        """Where a restore of ``store`` of task ``partition`` may find a base (``None``: the
-        store does not restore from snapshots). ``checkpoint``: the task's, or ``None``; the
-        snapshot it names stays named by the task's checkpoints until a newer one is uploaded."""
+        """Where a restore of ``store`` of task ``partition`` may find a base.
+
+        ``None``: the store does not restore from snapshots. ``checkpoint``: the task's, or
+        ``None``; the snapshot it names stays named by the task's checkpoints until a newer one
+        is uploaded.
+        """
         named = None if checkpoint is None else checkpoint.snapshots.get(store.name)
         if named is not None:
             self._carried[(checkpoint.task_name, store.name)] = named
@@ -110,8 +115,11 @@ class JobSnapshots:
     def after_commit(
         self, tasks: Iterable[Any], written: dict[str, Any], offsets: dict[str, dict[str, int | None]]
     ) -> None:
-        """Queue the uploads of the local checkpoints this commit took (acknowledged checkpoints
-        in ``written``, changelog offsets in ``offsets``, both by task name)."""
+        """Queue the uploads of the local checkpoints this commit took.
+
+        The acknowledged checkpoints are in ``written``, the changelog offsets in ``offsets``,
+        both by task name.
+        """
         if self.uploader is None:
             return
         for task in tasks:
