@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from samzapy.stores.base import KeyValueStore
+from samzapy.stores.base import KeyValueIterator, KeyValueStore
 from samzapy.stores.changelog import ChangelogWriter
 from samzapy.stores.wrapped import WrappedStore
 
 #: With coalescing, pending changes are sent early once this many keys are pending (bounds
 #: the memory they hold between two commits).
 MAX_PENDING = 100_000
+#: With coalescing, how many keys read as absent are remembered (cleared when full: a key
+#: forgotten only costs the records it would have saved). A key is read (and missed) shortly
+#: before it is written down, within the object cache's write batch.
+MAX_ABSENT = 32_768
 
 
 class LoggedStore(WrappedStore[bytes, bytes]):
@@ -19,18 +23,31 @@ class LoggedStore(WrappedStore[bytes, bytes]):
     Writes to the inner store, then sends the change (key, value bytes; a delete as a tombstone)
     to the changelog (Samza's ``LoggedStore``).
 
-    Corner cases: reads pass through untouched (not overridden); a change is sent after the inner write, so a
-    crash in between leaves the changelog behind the store, never ahead of it — restore throws
-    away anything past the checkpoint anyway. Sends are asynchronous: they are durable once the
-    producer is flushed at commit. Not thread-safe.
+    Corner cases: reads pass through untouched (a ``get`` that misses is noted, see below); a
+    change is sent after the inner write, so a crash in between leaves the changelog behind the
+    store, never ahead of it — restore throws away anything past the checkpoint anyway. Sends
+    are asynchronous: they are durable once the producer is flushed at commit. Not thread-safe.
 
     Coalescing (``coalesce=True``; ``stores.<store>.changelog.coalesce``, true by default, so
     the store factory passes it on unless a job turns it off): the inner store is
     written at once, but changes are kept per key (last value wins) and sent at :meth:`flush`
     (the commit) or when ``max_pending`` keys are pending, so a key changed many times between
     two commits costs one changelog record, and a window created and closed within one commit
-    costs its tombstones only. The changelog still ends each commit with exactly the store's
-    state (restore replays to the checkpointed offset; any subset sent after it is trimmed).
+    costs nothing at all when its key was read as absent before it was first written (see
+    below), else its tombstones only. The changelog still ends each commit with exactly the
+    store's state (restore replays to the checkpointed offset; any subset sent after it is
+    trimmed).
+
+    Keys new since the last send (coalescing): a ``get`` that finds nothing for a key with no
+    pending change proves the changelog holds no live value of it either (outside pending
+    changes, the store and the changelog agree), so the layer remembers the key as *absent*
+    (at most :data:`MAX_ABSENT`). A value written to such a key is *fresh*: deleting it
+    before the pending changes are sent drops the change instead of sending a tombstone,
+    since no earlier value of the key reached the changelog. A delete of a key known absent
+    is not logged either. A key never read through this layer is not known absent, and
+    keeps its tombstone; nor is any key of a store in RocksDB's TTL mode (an expired entry
+    reads as absent while the changelog still holds it). Anything that rewrites the store
+    underneath (a restore) must call :meth:`invalidate`, which forgets all of it.
     """
 
     def __init__(
@@ -45,6 +62,33 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         self.changelog = changelog
         self._pending: dict[bytes, bytes | None] | None = {} if coalesce else None
         self._max_pending = max_pending
+        # Coalescing only (class docstring): keys known to have no value in the store or the
+        # changelog, and the pending keys whose changelog has no earlier value.
+        self._absent: dict[bytes, None] = {}
+        self._fresh: set[bytes] = set()
+        # A store in RocksDB's TTL mode drops entries at compaction without a tombstone: a miss
+        # there does not prove the changelog has no value, so no key is taken as absent.
+        self._track_absent = getattr(getattr(inner, "options", None), "ttl_ms", None) is None
+
+    def get(self, key: bytes) -> bytes | None:
+        """The inner store's value; with coalescing, a miss marks ``key`` absent."""
+        value = self.inner.get(key)
+        if value is None:
+            pending = self._pending
+            if pending is not None and key not in pending and self._track_absent:
+                absent = self._absent
+                if len(absent) >= MAX_ABSENT:
+                    absent.clear()
+                absent[key] = None
+        return value
+
+    def range(self, from_key: bytes, to_key: bytes) -> KeyValueIterator[bytes, bytes]:
+        """The inner store's entries (reads are not logged; ``get`` is overridden for misses)."""
+        return self.inner.range(from_key, to_key)
+
+    def all(self) -> KeyValueIterator[bytes, bytes]:
+        """Every entry of the inner store."""
+        return self.inner.all()
 
     def put(self, key: bytes, value: bytes | None) -> None:
         """Write inner, then log the change."""
@@ -61,7 +105,12 @@ class LoggedStore(WrappedStore[bytes, bytes]):
             for key, value in entries:
                 send(key, value)
             return
-        pending.update(entries)
+        absent, fresh = self._absent, self._fresh
+        if not absent and not fresh:
+            pending.update(entries)
+        else:
+            for key, value in entries:
+                self._pend(pending, absent, fresh, key, value)
         if len(pending) >= self._max_pending:
             self._send_pending()
 
@@ -75,11 +124,34 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         if pending is None:
             self.changelog.send(key, value)
             return
-        pending[key] = value
+        self._pend(pending, self._absent, self._fresh, key, value)
         if len(pending) >= self._max_pending:
             self._send_pending()
 
+    @staticmethod
+    def _pend(
+        pending: dict[bytes, bytes | None],
+        absent: dict[bytes, None],
+        fresh: set[bytes],
+        key: bytes,
+        value: bytes | None,
+    ) -> None:
+        """Keep one change pending, dropping what the changelog does not need (class doc)."""
+        if value is None:
+            if key in fresh:  # created and deleted since the last send: nothing to log
+                fresh.discard(key)
+                del pending[key]
+                absent[key] = None
+                return
+            if key in absent:  # it had no value: the delete changes nothing
+                return
+        elif key in absent:
+            del absent[key]
+            fresh.add(key)
+        pending[key] = value
+
     def _send_pending(self) -> None:
+        self._fresh.clear()  # after this send every pending key has a value in the changelog
         pending = self._pending
         if pending:
             self._pending = {}
@@ -95,6 +167,8 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         """
         if self._pending:
             self._pending = {}
+        self._absent.clear()
+        self._fresh.clear()
         super().invalidate()
 
     def flush(self) -> None:
