@@ -1,12 +1,13 @@
-"""Testing a task without a broker: :class:`TaskHarness` runs one task of a job in-process
-over the real runtime (its ``TaskInstance``, error policy, commit and checkpoint) and
-in-memory clients (:class:`MemoryBroker`, :class:`MemoryProducer`): feed messages, read
-outputs, stores and changelogs, commit, crash and restart, move time on. docs/testing.md is
-the guide.
+"""Testing a task without a broker.
+
+:class:`TaskHarness` runs one task of a job in-process over the real runtime (its
+``TaskInstance``, error policy, commit and checkpoint) and in-memory clients
+(:class:`MemoryBroker`, :class:`MemoryProducer`): feed messages, read outputs, stores and
+changelogs, commit, crash and restart, move time on. docs/testing.md is the guide.
 
 :class:`InMemoryChangelog` is a restorable changelog that stands alone (under
-``build_store`` in a unit test); the harness's changelogs are :class:`BrokerChangelog`\\ s
-in its broker.
+``build_store`` in a unit test); the harness's changelogs are :class:`BrokerChangelog`
+objects in its broker.
 
 Examples:
     >>> from samzapy.testing import TaskHarness

@@ -1,5 +1,7 @@
-"""An in-memory stand-in for Kafka, for the test driver: topics of partitions of records, a
-producer whose sends are acknowledged only when it is flushed, and reads by offset.
+"""An in-memory stand-in for Kafka, for the test driver.
+
+Topics of partitions of records, a producer whose sends are acknowledged only when it is
+flushed, and reads by offset.
 
 What it keeps of Kafka's contract, because the runtime relies on it:
 
@@ -97,8 +99,11 @@ class PartitionLog:
         return bisect_left(self._offsets, offset)
 
     def remove(self, doomed: set[int]) -> None:
-        """Remove the records at these offsets; when they were the tail, their offsets are
-        given out again (Kafka reuses the offsets of records a leader never wrote)."""
+        """Remove the records at these offsets.
+
+        When they were the tail, their offsets are given out again (Kafka reuses the offsets of
+        records a leader never wrote).
+        """
         tail = not self.records or max(doomed) >= self.records[-1].offset
         self.records = [r for r in self.records if r.offset not in doomed]
         self._offsets = [r.offset for r in self.records]
@@ -166,7 +171,8 @@ class MemoryBroker:
         offset: int | None = None,
         writer: int | None = None,
     ) -> BrokerRecord:
-        """Append a record; ``offset`` (at or after the partition's end) leaves a gap;
+        """Append a record; ``offset`` (at or after the partition's end) leaves a gap.
+
         ``writer`` names the producer that sent it.
 
         Raises:
@@ -196,21 +202,23 @@ class MemoryBroker:
         control records carry it, as a job's producer stamps the time of the send: over a
         backlog, a task takes what it wrote (a ``key_by``'s re-keyed records) after the
         records that were there before it, as a job reading a backlog does
-        (``task.input.order=timestamp``)."""
+        (``task.input.order=timestamp``).
+        """
         return self.latest_timestamp + 1
 
     # -- reading ---------------------------------------------------------------------------
     def records(self, topic: str, partition: int | None = None) -> list[BrokerRecord]:
-        """The records of ``topic`` (one partition, or all of them in the order the broker
-        took them)."""
+        """The records of ``topic`` (one partition, or all of them in the order the broker took them)."""
         if partition is not None:
             return list(self.log(topic, partition).records) if (topic, partition) in self._logs else []
         found = [r for (t, _), log in self._logs.items() if t == topic for r in log.records]
         return sorted(found, key=lambda r: r.sequence)
 
     def read(self, tp: tuple[str, int], start: int, stop: int | None = None) -> Iterator[list[BrokerRecord]]:
-        """Batches of the records of ``tp`` (topic, partition) with ``start <= offset < stop``
-        (``None``: to the end), in offset order."""
+        """Batches of the records of ``tp`` (topic, partition), in offset order.
+
+        Records with ``start <= offset < stop`` (``None``: to the end).
+        """
         log = self.log(*tp)
         at = log.index_of(start)
         end = len(log.records) if stop is None else log.index_of(stop)
@@ -226,8 +234,10 @@ class MemoryBroker:
 
 
 def distinct_by_id(records: Iterable[BrokerRecord]) -> dict[str, BrokerRecord]:
-    """The records by ``samzapy.id``, the first copy of each: what a consumer that drops
-    duplicates by id (``samzapy.operators.Deduplicator``) keeps after a crash re-sent some.
+    """The records by ``samzapy.id``, the first copy of each.
+
+    What a consumer that drops duplicates by id (``samzapy.operators.Deduplicator``) keeps after
+    a crash re-sent some.
 
     Raises:
         ValueError: a record has no id, or two copies of one id differ in key or value (the
@@ -250,8 +260,7 @@ def distinct_by_id(records: Iterable[BrokerRecord]) -> dict[str, BrokerRecord]:
 
 
 class MemoryProducer:
-    """The container's producer over a :class:`MemoryBroker`: a
-    :class:`~samzapy.records.RecordSink`.
+    """The container's producer over a :class:`MemoryBroker`: a :class:`~samzapy.records.RecordSink`.
 
     A send lands in the log at once, unacknowledged; :meth:`flush` acknowledges everything
     sent (there is no network to wait for). :meth:`lose_unacknowledged` is what a crash does
@@ -293,9 +302,11 @@ class MemoryProducer:
         headers: list[tuple[str, bytes]] | None = None,
         timestamp: int | None = None,
     ) -> None:
-        """Send one record (``value=None``: a tombstone); ``partition=None`` picks one as
-        Kafka's default partitioner does (by key hash, else round robin); ``timestamp``
-        (default: :meth:`MemoryBroker.now`, as a producer stamps the time of the send).
+        """Send one record (``value=None``: a tombstone).
+
+        ``partition=None`` picks one as Kafka's default partitioner does (by key hash, else
+        round robin); ``timestamp`` (default: :meth:`MemoryBroker.now`, as a producer stamps the
+        time of the send).
 
         Raises:
             RecordTooLargeError: key plus value is larger than ``max_request_size``.
@@ -332,8 +343,7 @@ class MemoryProducer:
         return list(self._unacked)
 
     def acked_offset(self, topic: str, partition: int) -> int | None:
-        """The last offset of ``topic``/``partition`` this producer had acknowledged (``None``:
-        none)."""
+        """The last offset of ``topic``/``partition`` this producer had acknowledged (``None``: none)."""
         return self._acked.get((topic, partition))
 
     def partitions_for(self, topic: str) -> int:
@@ -343,8 +353,10 @@ class MemoryProducer:
         )
 
     def lose_unacknowledged(self) -> list[BrokerRecord]:
-        """Remove from the broker every record sent since the last flush (a crash before the
-        leader wrote them); returns them."""
+        """Remove from the broker every record sent since the last flush, and return them.
+
+        As a crash before the leader wrote them.
+        """
         lost, self._unacked = self._unacked, []
         by_log: dict[tuple[str, int], set[int]] = {}
         for record in lost:
@@ -354,9 +366,10 @@ class MemoryProducer:
         return lost
 
     def land_unacknowledged(self) -> list[BrokerRecord]:
-        """Keep every record sent since the last flush in the broker, unacknowledged (a
-        crash after the leader wrote them, before the acknowledgement came back); returns
-        them."""
+        """Keep every record sent since the last flush in the broker, unacknowledged; return them.
+
+        As a crash after the leader wrote them, before the acknowledgement came back.
+        """
         landed, self._unacked = self._unacked, []
         return landed
 

@@ -1,6 +1,7 @@
-"""The test driver's changelog: a store's changelog partition in a :class:`MemoryBroker`,
-written through the driver's producer, as :class:`~samzapy.stores.changelog.KafkaChangelog`
-is in a job.
+"""The test driver's changelog.
+
+A store's changelog partition in a :class:`MemoryBroker`, written through the driver's producer,
+as :class:`~samzapy.stores.changelog.KafkaChangelog` is in a job.
 
 A send lands in the broker unacknowledged until the commit flushes the producer; a crash
 drops what was not acknowledged (or lets it land), and the restart's restore
@@ -18,8 +19,9 @@ from samzapy.testing.broker import BrokerRecord, MemoryBroker, MemoryProducer
 
 
 class BrokerChangelog:
-    """One store's changelog partition in a :class:`MemoryBroker`: a
-    :class:`~samzapy.stores.changelog.RestorableChangelog`.
+    """One store's changelog partition in a :class:`MemoryBroker`.
+
+    A :class:`~samzapy.stores.changelog.RestorableChangelog`.
 
     Besides the protocol: :attr:`entries` (the records with their offsets), :attr:`records`
     (the (key, value) pairs in order, ``None`` a tombstone), :meth:`latest` (what a restore to
@@ -70,8 +72,11 @@ class BrokerChangelog:
         return self.broker.end_offset((self.topic, self.partition))
 
     def offset(self) -> int | None:
-        """The offset of the last change the store reflects: the last one the producer had
-        acknowledged, or where a restore left the store (the greater)."""
+        """The offset of the last change the store reflects.
+
+        The last one the producer had acknowledged, or where a restore left the store (the
+        greater).
+        """
         acked = self.producer.acked_offset(self.topic, self.partition)
         if acked is None or self._known_offset is None:
             return acked if acked is not None else self._known_offset
@@ -102,8 +107,11 @@ class BrokerChangelog:
         return {k: v for k, v in state.items() if v is not None}
 
     def copy(self) -> BrokerChangelog:
-        """An independent changelog with the same records and offsets, in a broker of its own
-        whose sends are acknowledged at once (restoring from it leaves this one as it is)."""
+        """An independent changelog with the same records and offsets.
+
+        It lives in a broker of its own whose sends are acknowledged at once (restoring from it
+        leaves this one as it is).
+        """
         broker = MemoryBroker({self.topic: self.partition + 1})
         for record in self.entries:
             broker.append(

@@ -1,6 +1,8 @@
-"""The driver's collector and crash points: the container's
-:class:`~samzapy.container.collector.TaskCollector`, keeping a copy of what the task sent, and
-the named places where a test can have the driver crash in-process."""
+"""The driver's collector and crash points.
+
+The container's :class:`~samzapy.container.collector.TaskCollector`, keeping a copy of what the
+task sent, and the named places where a test can have the driver crash in-process.
+"""
 
 from __future__ import annotations
 
@@ -30,9 +32,11 @@ CRASH_POINTS = (
 
 
 class Crash(BaseException):
-    """Raised at an armed crash point; the driver catches it and crashes (a ``BaseException``,
-    so that no ``except Exception`` of the runtime or the task stops it, as none stops
-    SIGKILL)."""
+    """Raised at an armed crash point.
+
+    The driver catches it and crashes (a ``BaseException``, so that no ``except Exception`` of
+    the runtime or the task stops it, as none stops SIGKILL).
+    """
 
     def __init__(self, point: str, unacknowledged: Unacknowledged) -> None:
         super().__init__(point)
@@ -55,8 +59,11 @@ class CrashPoints:
 
     @contextmanager
     def suspended(self) -> Iterator[None]:
-        """Points reached inside do not count (a restart's restore writes to the changelog:
-        the driver does not crash there; the subprocess crash tests cover restores)."""
+        """Points reached inside do not count.
+
+        A restart's restore writes to the changelog: the driver does not crash there; the
+        subprocess crash tests cover restores.
+        """
         self._suspended = True
         try:
             yield
@@ -97,10 +104,12 @@ class CrashPoints:
 
 
 class RecordingCollector(TaskCollector):
-    """The container's collector (serialise, partition, stamp ``samzapy.id``, produce), which
+    """The container's collector, keeping a copy of each envelope the task sent.
+
+    It serialises, partitions, stamps ``samzapy.id`` and produces as the container's does, and
     also keeps each envelope sent (its ``id`` set to the one it was sent with) in
-    :attr:`outputs` and its bytes in :attr:`serialized`; ``window()`` calls are numbered by
-    the driver's wall clock instead of the machine's, so their output ids repeat in a rerun.
+    :attr:`outputs` and its bytes in :attr:`serialized`; ``window()`` calls are numbered by the
+    driver's wall clock instead of the machine's, so their output ids repeat in a rerun.
 
     Args:
         task_name: the task's name (``Partition N``).

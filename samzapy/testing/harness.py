@@ -50,8 +50,10 @@ State = Literal["running", "crashed", "stopped", "failed", "closed"]
 
 
 class HarnessError(SamzapyError):
-    """The harness was asked something its state does not allow (e.g. ``window()`` while the
-    task is crashed)."""
+    """The harness was asked something its state does not allow.
+
+    For example ``window()`` while the task is crashed.
+    """
 
 
 class TaskHarness:
@@ -196,9 +198,11 @@ class TaskHarness:
 
     # ----------------------------------------------------------------- start and restart
     def _start(self, checkpoint: TaskCheckpoint | None, *, restore: bool) -> None:
-        """Start a run of the task (:class:`~samzapy.testing.run.TaskRun`): its stores
-        (restored to ``checkpoint`` with ``restore``), task object, instance and commit, as
-        the container builds them; then ``init``."""
+        """Start a run of the task (:class:`~samzapy.testing.run.TaskRun`).
+
+        Its stores (restored to ``checkpoint`` with ``restore``), task object, instance and
+        commit, as the container builds them; then ``init``.
+        """
         self.generation += 1
         job_inputs = [SystemStreamPartition(s.system, s.stream, self.partition) for s in self.job.inputs]
         inputs = [*job_inputs, *sorted(self._extra_inputs - set(job_inputs), key=str)]
@@ -227,8 +231,10 @@ class TaskHarness:
 
     @property
     def checkpoint(self) -> TaskCheckpoint | None:
-        """The task's checkpoint as a restart reads it from the checkpoint topic (``None``:
-        nothing committed yet)."""
+        """The task's checkpoint as a restart reads it from the checkpoint topic.
+
+        ``None``: nothing committed yet.
+        """
         fold = CheckpointFold()
         topic = self.job.checkpoint_topic
         for record in self.broker.records(topic, 0):
@@ -236,11 +242,13 @@ class TaskHarness:
         return fold.checkpoints.get(self.task_name)
 
     def crash(self, unacknowledged: Unacknowledged = "lose") -> None:
-        """Crash the task here, as ``kill -9`` would: nothing more is flushed or written; what
-        the stores' caches held is gone; the records the producer had not acknowledged are
-        lost (``unacknowledged="lose"``) or land in the broker all the same (``"land"``: the
-        restore must then trim them). The local store files stay on disk. Messages sent while
-        the task is down wait in its input for :meth:`restart`.
+        """Crash the task here, as ``kill -9`` would.
+
+        Nothing more is flushed or written; what the stores' caches held is gone; the records
+        the producer had not acknowledged are lost (``unacknowledged="lose"``) or land in the
+        broker all the same (``"land"``: the restore must then trim them). The local store files
+        stay on disk. Messages sent while the task is down wait in its input for
+        :meth:`restart`.
 
         Raises:
             HarnessError: the task is not running.
@@ -254,22 +262,27 @@ class TaskHarness:
         self.state = "crashed"
 
     def crash_at(self, point: str, *, after: int = 1, unacknowledged: Unacknowledged = "lose") -> None:
-        """Crash (:meth:`crash`) the ``after``-th time execution reaches ``point`` from now,
-        in the middle of whatever the test called (``send``, ``window``, ``commit``...), which
-        then returns with the task crashed. The points, :data:`samzapy.testing.CRASH_POINTS`:
-        ``after-changelog-send``, ``after-output-send``, ``after-producer-flush``,
-        ``after-local-checkpoint`` and ``after-checkpoint-send`` (the last three inside a
-        commit, as the container's crash points of those names). A restart's restore does not
-        count (its trim writes to the changelog): the subprocess crash tests cover restores."""
+        """Crash (:meth:`crash`) the ``after``-th time execution reaches ``point`` from now.
+
+        The crash comes in the middle of whatever the test called (``send``, ``window``,
+        ``commit``...), which then returns with the task crashed. The points,
+        :data:`samzapy.testing.CRASH_POINTS`: ``after-changelog-send``, ``after-output-send``,
+        ``after-producer-flush``, ``after-local-checkpoint`` and ``after-checkpoint-send`` (the
+        last three inside a commit, as the container's crash points of those names). A restart's
+        restore does not count (its trim writes to the changelog): the subprocess crash tests
+        cover restores.
+        """
         self._crash_points.arm(point, after, unacknowledged)
 
     def restart(self) -> None:
-        """Start the task again, as a container does after a crash or a stop: the stores are
-        restored from their changelogs to the offsets of the last checkpoint (the real restore
-        of :mod:`samzapy.stores.restore`: local checkpoint, replay, trim of what lies beyond),
-        ``init`` is called on a fresh task object, and the input is read again from the
-        checkpointed offsets (every message sent since, in the order sent). A running task is
-        stopped cleanly first (a final commit, ``close``)."""
+        """Start the task again, as a container does after a crash or a stop.
+
+        The stores are restored from their changelogs to the offsets of the last checkpoint (the
+        real restore of :mod:`samzapy.stores.restore`: local checkpoint, replay, trim of what
+        lies beyond), ``init`` is called on a fresh task object, and the input is read again
+        from the checkpointed offsets (every message sent since, in the order sent). A running
+        task is stopped cleanly first (a final commit, ``close``).
+        """
         if self.state == "closed":
             msg = "restart(): the harness is closed"
             raise HarnessError(msg)
@@ -292,10 +305,12 @@ class TaskHarness:
         timestamp: int = 0,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        """Deliver one message (already deserialised) to the task: it is serialised with the
-        stream's serdes, appended to the task's partition of the stream (at ``offset``, by
-        default the next one) and processed by the runtime, with every message before it
-        that is still waiting. While the task is crashed or stopped, it only waits.
+        """Deliver one message (already deserialised) to the task.
+
+        It is serialised with the stream's serdes, appended to the task's partition of the
+        stream (at ``offset``, by default the next one) and processed by the runtime, with every
+        message before it that is still waiting. While the task is crashed or stopped, it only
+        waits.
 
         Raises:
             SerdeError: the key or message does not fit the stream's serde.
@@ -326,8 +341,10 @@ class TaskHarness:
         timestamp: int = 0,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        """As :meth:`send`, with the key and value as they are on the wire (bytes the runtime
-        deserialises: a test of bad input, dead letters, skipped messages)."""
+        """As :meth:`send`, with the key and value as they are on the wire.
+
+        The runtime deserialises the bytes: a test of bad input, dead letters, skipped messages.
+        """
         system_stream = SystemStream.parse(stream) if isinstance(stream, str) else stream
         ssp = self._input(system_stream)
         self.input_broker.append(
@@ -344,15 +361,17 @@ class TaskHarness:
         return ssp
 
     def process_available(self) -> int:
-        """Process every input record the task has not processed yet, committing where the task
-        asks; returns how many. Another harness over the same broker may have written them.
-        Does nothing while the task is not running.
+        """Process every input record the task has not processed yet, committing where the task asks.
+
+        Returns how many. Another harness over the same broker may have written them. Does
+        nothing while the task is not running.
 
         Records waiting in several inputs (sent while the task was down, re-read after a
         restart, written by another harness) are taken as a job takes a backlog
         (:class:`~samzapy.testing.run.DeliveryOrder`): with ``task.input.order=timestamp``
         (the default) by record timestamp, ties by the stream's place in ``task.inputs``,
-        then partition and offset; with ``arrival``, in the order they were sent."""
+        then partition and offset; with ``arrival``, in the order they were sent.
+        """
         return self._guarded(self._process_available)
 
     def _process_available(self) -> int:
@@ -373,8 +392,9 @@ class TaskHarness:
 
     # ----------------------------------------------------------------- window, commit, time
     def window(self) -> None:
-        """Call the task's ``window`` once (a ``WindowableTask``), through the runtime; its
-        outputs are numbered by the harness's wall clock.
+        """Call the task's ``window`` once (a ``WindowableTask``), through the runtime.
+
+        Its outputs are numbered by the harness's wall clock.
 
         Raises:
             HarnessError: the task is not running.
@@ -396,10 +416,11 @@ class TaskHarness:
             self.state = "stopped"
 
     def commit(self) -> None:
-        """Commit as the container does (:class:`~samzapy.container.commit.Commit`): flush
-        every store (object caches down to the engine and the changelog), flush the producer
-        (every change and output acknowledged), take the local store checkpoints, write the
-        checkpoint (input offsets and changelog offsets) to the checkpoint topic.
+        """Commit as the container does (:class:`~samzapy.container.commit.Commit`).
+
+        Flush every store (object caches down to the engine and the changelog), flush the
+        producer (every change and output acknowledged), take the local store checkpoints, write
+        the checkpoint (input offsets and changelog offsets) to the checkpoint topic.
 
         Raises:
             HarnessError: the task is not running.
@@ -408,10 +429,12 @@ class TaskHarness:
         self._guarded(self._taskrun.commit)
 
     def advance_wall_clock(self, ms: int) -> None:
-        """Move the harness's wall clock on by ``ms`` and do what the run loop does when that
-        much time passes: call ``window()`` once if ``task.window.ms`` has passed since the
-        last call, then commit if ``task.commit.ms`` has passed since the last commit.
-        Nothing happens while the task is not running."""
+        """Move the harness's wall clock on by ``ms`` and do what the run loop does then.
+
+        Call ``window()`` once if ``task.window.ms`` has passed since the last call, then commit
+        if ``task.commit.ms`` has passed since the last commit. Nothing happens while the task
+        is not running.
+        """
         self.wall_clock_ms += ms
         if self.state != "running":
             return
@@ -427,17 +450,21 @@ class TaskHarness:
     def advance_event_time(
         self, time_ms: int, *, stream: str | SystemStream | None = None, source: str | None = None
     ) -> None:
-        """Send a ``watermark`` control record (:mod:`samzapy.operators.event_time`) saying that
-        event time reached ``time_ms``: to ``stream``, or to every input of the task. A task
-        using :class:`~samzapy.operators.event_time.EventTime` moves that source's progress,
-        and its watermark with it; ``source`` names an upstream task (``watermark.upstream.tasks``),
-        else the input stream is the source. The record is JSON (the stream's serde must take
-        a dict)."""
+        """Send a ``watermark`` control record saying that event time reached ``time_ms``.
+
+        The record (:mod:`samzapy.operators.event_time`) goes to ``stream``, or to every input
+        of the task. A task using :class:`~samzapy.operators.event_time.EventTime` moves that
+        source's progress, and its watermark with it; ``source`` names an upstream task
+        (``watermark.upstream.tasks``), else the input stream is the source. The record is JSON
+        (the stream's serde must take a dict).
+        """
         self._control(WATERMARK, {"control": "watermark", "watermark": time_ms}, stream, source, time_ms)
 
     def end_of_stream(self, *, stream: str | SystemStream | None = None, source: str | None = None) -> None:
-        """Send an ``end-of-stream`` control record to ``stream`` (or every input of the task):
-        that source will send no more, so an event-time task closes what it was holding."""
+        """Send an ``end-of-stream`` control record to ``stream`` (or every input of the task).
+
+        That source will send no more, so an event-time task closes what it was holding.
+        """
         self._control(END_OF_STREAM, {"control": "end-of-stream"}, stream, source, 0)
 
     def _control(
@@ -456,11 +483,14 @@ class TaskHarness:
 
     # ----------------------------------------------------------------- reading the broker
     def records(self, topic: str | SystemStream, partition: int | None = None) -> list[BrokerRecord]:
-        """What :attr:`broker` holds of ``topic`` (an output, a changelog, the checkpoint topic;
-        a stream such as ``kafka.counts`` or a topic name): one partition, or every partition
-        in the order the broker took them. After a crash these are what survived, with the
-        copies a restart sent again (same ids: :func:`samzapy.testing.distinct_by_id` keeps
-        one of each). The input the test sent is in :attr:`input_broker`."""
+        """What :attr:`broker` holds of ``topic``: one partition, or every partition.
+
+        ``topic`` is an output, a changelog, the checkpoint topic; a stream such as
+        ``kafka.counts`` or a topic name. Every partition comes in the order the broker took
+        them. After a crash these are what survived, with the copies a restart sent again (same
+        ids: :func:`samzapy.testing.distinct_by_id` keeps one of each). The input the test sent
+        is in :attr:`input_broker`.
+        """
         if isinstance(topic, SystemStream):
             name = topic.stream
         else:
@@ -473,10 +503,11 @@ class TaskHarness:
     def restore_stores(
         self, offsets: dict[str, int | None] | None = None
     ) -> dict[str, StorageEngine[Any, Any]]:
-        """Fresh stores rebuilt from what the task's changelogs hold, as a container rebuilds
-        them after a crash: new engines in a new directory, each restored from a copy of its
-        store's changelog (:mod:`samzapy.stores.restore`: replay up to the offset, then undo
-        what lies beyond it) to ``offsets[store]``, by default the store's last change
+        """Fresh stores rebuilt from what the task's changelogs hold, as after a crash.
+
+        As a container rebuilds them: new engines in a new directory, each restored from a copy
+        of its store's changelog (:mod:`samzapy.stores.restore`: replay up to the offset, then
+        undo what lies beyond it) to ``offsets[store]``, by default the store's last change
         (``None``: nothing was committed, the store comes back empty).
 
         Only logged stores are returned: the others have nothing to be restored from. Writes
@@ -490,8 +521,10 @@ class TaskHarness:
         return restored
 
     def close(self) -> None:
-        """Close the task (its ``close``, if it has one) and its stores, the restored stores,
-        and remove the temporary directory. Nothing is committed."""
+        """Close the task, its stores and the restored stores; remove the temporary directory.
+
+        The task's ``close`` is called if it has one. Nothing is committed.
+        """
         if self.state == "closed":
             return
         try:
@@ -522,8 +555,11 @@ class TaskHarness:
 
 
 def _as_raised(failure: BaseException) -> BaseException:
-    """What the test sees of a failure that stopped the task: the task's own exception (what
-    the old harness raised), with the runtime's text as a note; else the failure itself."""
+    """What the test sees of a failure that stopped the task.
+
+    The task's own exception (what the old harness raised), with the runtime's text as a note;
+    else the failure itself.
+    """
     cause = failure.__cause__
     if isinstance(cause, Exception):
         cause.add_note(f"samzapy.testing: the task stopped: {failure}")

@@ -1,6 +1,8 @@
-"""One life of a task in the test driver, from its start to its crash or stop: the stores
-(restored or not), the task object, its ``TaskInstance`` and the commit, built as the
-container builds them (``samzapy.container.run_loop``) over the driver's in-memory clients."""
+"""One life of a task in the test driver, from its start to its crash or stop.
+
+The stores (restored or not), the task object, its ``TaskInstance`` and the commit, built as the
+container builds them (``samzapy.container.run_loop``) over the driver's in-memory clients.
+"""
 
 from __future__ import annotations
 
@@ -32,8 +34,11 @@ from samzapy.testing.collector import CrashPoints, RecordingCollector
 
 @dataclass
 class Shared:
-    """What every run of one harness shares: the job, the clients, and what is kept across
-    runs (outputs, the wall clock, the armed crash points)."""
+    """What every run of one harness shares.
+
+    The job, the clients, and what is kept across runs (outputs, the wall clock, the armed crash
+    points).
+    """
 
     job: JobConfig
     partition: int
@@ -123,16 +128,19 @@ class TaskRun:
         self._builder.init_task(self.instance.task, self._shared.partition, self.instance.stores)
 
     def add_input(self, ssp: SystemStreamPartition, stream: SystemStream) -> None:
-        """Make ``ssp`` an input of the running task (a stream the test sends to that
-        ``task.inputs`` does not name), starting where a job would."""
+        """Make ``ssp`` an input of the running task, starting where a job would.
+
+        A stream the test sends to that ``task.inputs`` does not name.
+        """
         self.instance.input_serdes[ssp] = self._shared.serdes.for_stream(stream)
         self.instance.offsets[ssp] = self.start_offset(ssp, None)
         if self.runner is not None:  # nothing is held between two calls: trackers start afresh
             self.runner.add(self.instance)
 
     def window(self) -> None:
-        """The task's ``window`` (async tasks drained first, as the run loop does), then what
-        it asked of its coordinator.
+        """The task's ``window``, then what it asked of its coordinator.
+
+        Async tasks are drained first, as the run loop does.
 
         Raises:
             TaskError: ``window`` raised, or (a ``MessageFailure``) an async message failed.
@@ -144,9 +152,10 @@ class TaskRun:
         self._after_call()
 
     def process_available(self, input_broker: MemoryBroker) -> int:
-        """Process every waiting record of the task's inputs in ``input_broker``, in the order
-        the broker took them, doing what the task asks of its coordinator after each call (a
-        commit; a shutdown: a final commit, then :attr:`stopped`); returns how many.
+        """Process every waiting record of the task's inputs in ``input_broker``; return how many.
+
+        In the order the broker took them, doing what the task asks of its coordinator after
+        each call (a commit; a shutdown: a final commit, then :attr:`stopped`).
 
         Raises:
             MessageFailure: a message stopped the task; what came before it was committed
@@ -170,9 +179,11 @@ class TaskRun:
         return done
 
     def _process_async(self, input_broker: MemoryBroker) -> int:
-        """An async task: every waiting record taken in (lanes run them concurrently, one key
-        in order), then the loop run until all are done, as before a commit. A failure is
-        never safe to commit: later messages may be done."""
+        """An async task: every waiting record taken in, then the loop run until all are done.
+
+        Lanes run them concurrently, one key in order, as before a commit. A failure is never
+        safe to commit: later messages may be done.
+        """
         runner, instance = self.runner, self.instance
         assert runner is not None
         admitted = dict(instance.offsets)
@@ -215,8 +226,11 @@ class TaskRun:
         self.last_commit_ms = self._shared.wall_clock_ms()
 
     def start_offset(self, ssp: SystemStreamPartition, checkpoint: TaskCheckpoint | None) -> int:
-        """Where input ``ssp`` starts: the checkpoint's offset, else the oldest or the upcoming
-        record (``samza.offset.default``), as in a job."""
+        """Where input ``ssp`` starts.
+
+        The checkpoint's offset, else the oldest or the upcoming record
+        (``samza.offset.default``), as in a job.
+        """
         if checkpoint is not None and ssp in checkpoint.input_offsets:
             return checkpoint.input_offsets[ssp]
         if self._shared.job.stream(ssp.system_stream).offset_default == "oldest":
@@ -249,8 +263,11 @@ class TaskRun:
         return changelog
 
     def _output_partitions(self, stream: SystemStream) -> int:
-        """An output's partition count: the broker's topic, else the container's rule, with
-        the broker's ``default_partitions`` as the task count (at least this task's)."""
+        """An output's partition count.
+
+        The broker's topic, else the container's rule, with the broker's ``default_partitions``
+        as the task count (at least this task's).
+        """
         shared = self._shared
         broker = shared.producer.broker
         task_count = max(shared.partition + 1, broker.default_partitions)
@@ -262,8 +279,7 @@ class TaskRun:
         return TaskCheckpoint(task_name, inputs, changelogs, generation=self.generation)
 
     def _flush(self, what: str) -> None:
-        """The commit's producer flush; the first of a commit is the ``after-producer-flush``
-        crash point."""
+        """The commit's producer flush; the first of a commit is the ``after-producer-flush`` crash point."""
         self._shared.producer.flush()
         self._flushes += 1
         if self._flushes == 1:
@@ -275,9 +291,12 @@ def next_record(
     positions: dict[SystemStreamPartition, int],
     order: DeliveryOrder | None = None,
 ) -> tuple[SystemStreamPartition, BrokerRecord] | None:
-    """The input record to process next: among the partitions of ``positions``, the head (the
-    first record at or after its position) that comes first in ``order`` (default: the one
-    ``broker`` took first, several inputs read in the order they were sent)."""
+    """The input record to process next.
+
+    Among the partitions of ``positions``, the head (the first record at or after its position)
+    that comes first in ``order`` (default: the one ``broker`` took first, several inputs read
+    in the order they were sent).
+    """
     best: tuple[SystemStreamPartition, BrokerRecord] | None = None
     best_key: Any = None
     for ssp, position in positions.items():
@@ -345,9 +364,11 @@ class _CrashingWriter(CheckpointWriter):
 def restore_copies(
     shared: Shared, changelogs: dict[str, BrokerChangelog], offsets: dict[str, int | None], round_dir: Path
 ) -> dict[str, StorageEngine[Any, Any]]:
-    """Fresh stores in ``round_dir``, each restored from a copy of its changelog to
-    ``offsets[store]`` (default: the changelog's last record), by store name; closed by the
-    caller. A store whose restore fails is closed before the error passes on."""
+    """Fresh stores in ``round_dir``, each restored from a copy of its changelog, by store name.
+
+    Each is restored to ``offsets[store]`` (default: the changelog's last record); closed by the
+    caller. A store whose restore fails is closed before the error passes on.
+    """
     restored: dict[str, StorageEngine[Any, Any]] = {}
     for name, captured in changelogs.items():
         config = shared.job.stores[name]
