@@ -1,4 +1,4 @@
-"""Spark for the bulk work (DESIGN §8), in three products over shared machinery:
+"""Spark for the bulk work (DESIGN §8), in three products over shared machinery.
 
 - :mod:`samzapy.spark.restore` — bulk restore: changelogs -> SST files -> RocksDB stores in
   the job's layout, with the local checkpoint the job's own restore trusts

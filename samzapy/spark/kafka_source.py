@@ -261,8 +261,9 @@ def _first_record_at(consumer: Consumer, tp: TopicPartition, offset: int, stop: 
 
 
 def offset_for_time(consumer: Consumer, tp: TopicPartition, timestamp_ms: int, start: int, stop: int) -> int:
-    """The first offset in ``[start, stop)`` whose record's timestamp is ``>= timestamp_ms``
-    (``stop`` when there is none), by binary search over single-record reads.
+    """The first offset in ``[start, stop)`` whose record's timestamp is ``>= timestamp_ms``.
+
+    ``stop`` when there is none; found by binary search over single-record reads.
 
     Kafka's ``offsets_for_times`` answers this from the broker's time index; the dev broker's
     returns 0, so it is not used. The search assumes timestamps that do not decrease along

@@ -61,6 +61,7 @@ def get_spark(master: str | None = None, app_name: str = "samzapy") -> tuple[Any
 
     Args:
         master: a Spark master URL; ``None``: spark-submit's, or ``local[*]`` from plain Python.
+        app_name: the application name of a session started here.
     """
     require_pyspark()
     from pyspark.sql import SparkSession
@@ -89,10 +90,13 @@ def get_spark(master: str | None = None, app_name: str = "samzapy") -> tuple[Any
 
 
 def warm_up(spark: Any) -> None:
-    """Run a job of samzapy's shape on every core of ``spark``: a frame built from Python rows,
-    mapped in Arrow batches by Python workers that import samzapy's executor modules. The
-    workers stay for later jobs (``spark.python.worker.reuse``, on by default), and the JVM has
-    loaded and compiled the Arrow and Python-UDF paths the bulk restore and state reads use."""
+    """Run a job of samzapy's shape on every core of ``spark``.
+
+    A frame built from Python rows, mapped in Arrow batches by Python workers that import
+    samzapy's executor modules. The workers stay for later jobs (``spark.python.worker.reuse``,
+    on by default), and the JVM has loaded and compiled the Arrow and Python-UDF paths the bulk
+    restore and state reads use.
+    """
     cores = max(1, spark.sparkContext.defaultParallelism)
     rows = spark.sparkContext.parallelize([(n,) for n in range(cores)], cores)
     frame = spark.createDataFrame(rows, "n INT")

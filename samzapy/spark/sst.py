@@ -80,8 +80,10 @@ def check_ingestible(config: StoreConfig, *, ttl_ok: bool = False) -> None:
 
 
 def ttl_stamp(now_s: float | None = None) -> bytes:
-    """What RocksDB's TTL mode appends to every stored value: the write time in whole seconds,
-    4 bytes little-endian (``DBWithTTL``'s ``EncodeFixed32``); ``now_s`` default: now.
+    """What RocksDB's TTL mode appends to every stored value.
+
+    The write time in whole seconds, 4 bytes little-endian (``DBWithTTL``'s ``EncodeFixed32``);
+    ``now_s`` default: now.
 
     >>> ttl_stamp(1_700_000_000.9).hex()
     '00f15365'

@@ -152,9 +152,11 @@ def _sink(settings: ReplaySettings, partition: int, job: Any) -> RecordSink:
 
 
 def _side_inputs(plan: TaskPlan, settings: ReplaySettings, job: Any, work: Path) -> Any:
-    """The task's side-input stores, read to the true end of their topics, as a container
-    reads them at start (a replay sees the table as it is now, not as it was when the replayed
-    input was first processed: docs/side-inputs.md)."""
+    """The task's side-input stores, read to the true end of their topics.
+
+    As a container reads them at start: a replay sees the table as it is now, not as it was when
+    the replayed input was first processed (docs/side-inputs.md).
+    """
     from dataclasses import replace
 
     from samzapy.container.side_inputs import SideInputs
@@ -185,8 +187,10 @@ def _build_instance(
     admin: list[Any],
     side_inputs: Any,
 ) -> Any:
-    """The task, built as the container builds it (:class:`TaskBuilder`), its stores in
-    ``work`` with discarding changelogs, its outputs to ``sink``."""
+    """The task, built as the container builds it (:class:`TaskBuilder`).
+
+    Its stores are in ``work`` with discarding changelogs, its outputs go to ``sink``.
+    """
     from samzapy.container.collector import OutputStreams
     from samzapy.container.error_policy import ErrorPolicy
     from samzapy.container.task_builder import TaskBuilder, ensure_output_topic
@@ -320,8 +324,10 @@ def _finish_store(
 def publish_final_state(
     raw: Any, topic: str, partition: int, producer: RecordSink, settings: ReplaySettings
 ) -> int | None:
-    """Make the changelog partition's last value per key equal the store; the offset of the
-    last changelog record that belongs to that state (``None``: the changelog is empty).
+    """Make the changelog partition's last value per key equal the store.
+
+    The offset of the last changelog record that belongs to that state (``None``: the changelog
+    is empty).
 
     Reads the partition's live keys first (keys only, in memory), sends a tombstone for each
     one the store does not hold, then every entry of the store, and flushes.

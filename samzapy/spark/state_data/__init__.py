@@ -1,10 +1,13 @@
-"""State as data: a job's stores as Spark DataFrames. :mod:`~samzapy.spark.state_data.read` reads
-them (from changelogs or from disk) through the operators' layouts
-(:mod:`samzapy.operators.state_layout`), :mod:`~samzapy.spark.state_data.write` writes rows back as
-changelogs and stores, :mod:`~samzapy.spark.state_data.export` writes files,
-:mod:`~samzapy.spark.state_data.reshard` moves the state to another task count (the task-own
-entries combined by :mod:`~samzapy.spark.state_data.reshard_own`) and
-:mod:`~samzapy.spark.state_data.migrate` rewrites values to a new schema."""
+"""State as data: a job's stores as Spark DataFrames.
+
+:mod:`~samzapy.spark.state_data.read` reads them (from changelogs or from disk) through the
+operators' layouts (:mod:`samzapy.operators.state_layout`),
+:mod:`~samzapy.spark.state_data.write` writes rows back as changelogs and stores,
+:mod:`~samzapy.spark.state_data.export` writes files, :mod:`~samzapy.spark.state_data.reshard`
+moves the state to another task count (the task-own entries combined by
+:mod:`~samzapy.spark.state_data.reshard_own`) and :mod:`~samzapy.spark.state_data.migrate`
+rewrites values to a new schema.
+"""
 
 from samzapy.spark.state_data.export import export_frame
 from samzapy.spark.state_data.migrate import migrate_state

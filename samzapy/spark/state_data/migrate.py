@@ -1,5 +1,7 @@
-"""Migrate a stopped job's store values offline: every value rewritten, in the changelog and in
-the local stores, so that a job deployed with a new value format starts on migrated state.
+"""Migrate a stopped job's store values offline.
+
+Every value rewritten, in the changelog and in the local stores, so that a job deployed with a
+new value format starts on migrated state.
 
 :func:`migrate_state` reads the store's committed state (each task's changelog up to its
 checkpoint), calls ``fn(key, value)`` on every entry in the executors (objects decoded with the
@@ -52,6 +54,8 @@ def migrate_state(
         encode: the serde of the new values (default: the store's msg serde).
         spark: a SparkSession (default: :func:`samzapy.spark.session.get_spark`'s).
         base_dir: where the local stores go (default: ``job.logged.store.base.dir``).
+        master: the Spark master URL when no ``spark`` is given
+            (:func:`samzapy.spark.session.get_spark`).
 
     Raises:
         SparkJobError: the store cannot be written, a value does not decode or encode, or

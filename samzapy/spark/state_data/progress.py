@@ -1,5 +1,7 @@
-"""Progress of a Spark state read: records, MB, rate and ETA, as the bulk restore and the state
-tools report them (:func:`samzapy.progress.describe`).
+"""Progress of a Spark state read.
+
+Records, MB, rate and ETA, as the bulk restore and the state tools report them
+(:func:`samzapy.progress.describe`).
 
 The executors count what they read into two Spark accumulators; Spark sends an accumulator's
 updates when a task ends, so the figures move one finished store partition at a time (a
@@ -30,8 +32,10 @@ EVERY_S = 5.0
 
 
 class SparkProgress:
-    """Shows the counts of ``counters`` (records, bytes) every :data:`EVERY_S` seconds on
-    ``stream`` (default: the log at INFO) while the ``with`` block runs, and once at its end."""
+    """Shows the counts of ``counters`` (records, bytes) while the ``with`` block runs.
+
+    Every :data:`EVERY_S` seconds on ``stream`` (default: the log at INFO), and once at its end.
+    """
 
     def __init__(self, spark: Any, what: str, total: int | None = None, stream: TextIO | None = None) -> None:
         context = spark.sparkContext
@@ -81,8 +85,10 @@ class SparkProgress:
 
 
 def planned_records(servers: str, ranges: list[tuple[str, int, int | None]]) -> int:
-    """Records in the (topic, partition, stop) ranges: from each start to ``stop`` or the
-    reported end (a lower bound on the dev broker)."""
+    """Records in the (topic, partition, stop) ranges.
+
+    From each start to ``stop`` or the reported end (a lower bound on the dev broker).
+    """
     from samzapy.kafka.offsets import beginning_offsets, end_offsets
     from samzapy.kafka.reading import reader_consumer
     from samzapy.records import TopicPartition

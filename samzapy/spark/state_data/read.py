@@ -59,9 +59,12 @@ SOURCES = ("changelog", "disk")
 
 @dataclass(frozen=True)
 class StateSource:
-    """One store partition to read: from its changelog (``topic``, ``stop`` exclusive, ``None``:
-    true end; ``fence_start``/``fence_generation``: the checkpoint's changelog fence, whose
-    ruled-out records, a zombie's, are skipped) or from a directory on disk (``path``)."""
+    """One store partition to read.
+
+    From its changelog (``topic``, ``stop`` exclusive, ``None``: true end;
+    ``fence_start``/``fence_generation``: the checkpoint's changelog fence, whose ruled-out
+    records, a zombie's, are skipped) or from a directory on disk (``path``).
+    """
 
     store: str
     partition: int
@@ -199,8 +202,11 @@ def raw_frame(
     sources: list[StateSource],
     counters: tuple[Any, Any] | None = None,
 ) -> Any:
-    """The rows of :data:`RAW_SCHEMA`: each source read by one Spark task; records and bytes
-    read are added to ``counters`` (Spark accumulators) when given."""
+    """The rows of :data:`RAW_SCHEMA`.
+
+    Each source read by one Spark task; records and bytes read are added to ``counters`` (Spark
+    accumulators) when given.
+    """
     from samzapy.kafka.broker import resolve_bootstrap_servers
 
     servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
@@ -217,8 +223,10 @@ def raw_frame(
 
 
 class SourceReader:
-    """The executor side: (store, partition, topic, stop, path) rows -> the live entries of each
-    source, decoded by the store's layout, in key order."""
+    """The executor side: (store, partition, topic, stop, path) rows -> live entries.
+
+    The live entries of each source, decoded by the store's layout, in key order.
+    """
 
     def __init__(
         self,
@@ -238,6 +246,7 @@ class SourceReader:
             self.counters[1].add(size)
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """The entries of each source row of ``batches``, as Arrow batches of :data:`RAW_SCHEMA`."""
         for batch in batches:
             for row in batch.to_pylist():
                 source = StateSource(**row)
@@ -278,8 +287,9 @@ class SourceReader:
 def with_following(
     entries: Iterator[tuple[bytes, bytes]],
 ) -> Iterator[tuple[bytes, bytes, bytes | None]]:
-    """Each entry with the key of the next one (``None`` after the last): a versioned
-    table's version ends where the next version of its key starts.
+    """Each entry with the key of the next one (``None`` after the last).
+
+    A versioned table's version ends where the next version of its key starts.
 
     >>> list(with_following(iter([(b"a", b"1"), (b"b", b"2")])))
     [(b'a', b'1', b'b'), (b'b', b'2', None)]
@@ -311,9 +321,12 @@ def latest_values(
     on_batch: Callable[[int, int], None] | None = None,
     fence: ChangelogFence | None = None,
 ) -> dict[bytes, bytes]:
-    """The last value per key of a changelog partition up to ``stop`` (exclusive; ``None``:
-    the true end), tombstones applied, the records ``fence`` (a ``ChangelogFence``) rules out
-    skipped; ``on_batch(records, bytes)`` after each batch read."""
+    """The last value per key of a changelog partition up to ``stop``.
+
+    ``stop`` is exclusive (``None``: the true end); tombstones are applied, the records
+    ``fence`` (a ``ChangelogFence``) rules out skipped; ``on_batch(records, bytes)`` is called
+    after each batch read.
+    """
     from samzapy.kafka.reading import read_partition, reader_consumer
     from samzapy.records import TopicPartition
 
@@ -352,10 +365,12 @@ def typed_frame(
     kinds: tuple[str | None, str | None] = (None, None),
     kind_column: bool = False,
 ) -> Any:
-    """The raw rows with typed ``key`` and value columns (module doc). The rows are read once
-    here, into Spark's cache; a column of a serde ``kinds`` names (string, integer, long) has
-    its type from the serde, the others are inferred from their JSON texts. ``kind_column``:
-    the rows' ``kind`` is a column (always so for windows)."""
+    """The raw rows with typed ``key`` and value columns (module doc).
+
+    The rows are read once here, into Spark's cache; a column of a serde ``kinds`` names
+    (string, integer, long) has its type from the serde, the others are inferred from their JSON
+    texts. ``kind_column``: the rows' ``kind`` is a column (always so for windows).
+    """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 

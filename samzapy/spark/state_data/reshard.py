@@ -82,8 +82,9 @@ def reshard(
     master: str | None = None,
     progress: TextIO | None = None,
 ) -> ReshardStats:
-    """Re-shard every logged store of the stopped job to ``partitions`` tasks (module doc);
-    the read's progress (records, MB, rate, ETA) goes to ``progress`` (default: the log).
+    """Re-shard every logged store of the stopped job to ``partitions`` tasks (module doc).
+
+    The read's progress (records, MB, rate, ETA) goes to ``progress`` (default: the log).
 
     Raises:
         SparkJobError: a store cannot be resharded (not RocksDB, its layout refuses, an entry
@@ -191,8 +192,10 @@ def _old_task_count(servers: str, stores: list[StoreConfig]) -> int:
 
 
 class _Router:
-    """Executor side of step 1: raw state rows -> ROUTED_SCHEMA rows (a key's entry with its
-    new task; a task's own entry with its old task and merge rule)."""
+    """Executor side of step 1: raw state rows -> ROUTED_SCHEMA rows.
+
+    A key's entry goes with its new task; a task's own entry with its old task and merge rule.
+    """
 
     def __init__(self, layouts: dict[str, Any], partitions: int) -> None:
         self.layouts, self.partitions = layouts, partitions

@@ -1,4 +1,4 @@
-"""What a reshard does with the tasks' own state: entries that belong to no key.
+r"""What a reshard does with the tasks' own state: entries that belong to no key.
 
 A key's entries move to the task that owns the key under the new count. A task's own entries
 (its watermarks, the registry of ids it has decided, its counters) belong to no key, yet the
@@ -43,8 +43,8 @@ of its keys yet (a registry outlives the buffers it decided).
 ([1], [0, 2])
 >>> targets(3, "copy", old_tasks=8, new_tasks=3), targets(3, "sum", old_tasks=4, new_tasks=6)
 ([0, 1, 2], [1])
->>> merge("min", [b"\\x02", b"\\x01"], 2, 2), merge("sum", [(7).to_bytes(8, "big")] * 2, 2, 2)
-(b'\\x01', b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x0e')
+>>> merge("min", [b"\x02", b"\x01"], 2, 2), merge("sum", [(7).to_bytes(8, "big")] * 2, 2, 2)
+(b'\x01', b'\x00\x00\x00\x00\x00\x00\x00\x0e')
 >>> merge("all", [b"1"], contributors=1, expected=2) is None
 True
 """
@@ -79,8 +79,10 @@ def targets(old: int, rule: str, old_tasks: int, new_tasks: int) -> list[int]:
 
 
 def merge(rule: str, values: list[bytes], contributors: int, expected: int) -> bytes | None:
-    """The combined value of one task-own entry from ``contributors`` of the ``expected``
-    feeding tasks (``None``: the entry is dropped)."""
+    """The combined value of one task-own entry from ``contributors``.
+
+    The contributors are among the ``expected`` feeding tasks. ``None``: the entry is dropped.
+    """
     if rule == MIN:
         return min(values)
     if rule in (MAX, COPY):
@@ -94,8 +96,10 @@ def merge(rule: str, values: list[bytes], contributors: int, expected: int) -> b
 
 
 def merged_entries(staged: Any, old_tasks: int, new_tasks: int) -> Any:
-    """The task-own rows of ``staged`` (:data:`ROUTED_SCHEMA`) sent to their new tasks and
-    combined, as rows of :data:`~samzapy.spark.state_data.write.ENTRY_SCHEMA`."""
+    """The task-own rows of ``staged`` (:data:`ROUTED_SCHEMA`) sent to their new tasks and combined.
+
+    The result has the rows of :data:`~samzapy.spark.state_data.write.ENTRY_SCHEMA`.
+    """
     from pyspark.sql import functions as F
 
     from samzapy.spark.state_data.write import ENTRY_SCHEMA

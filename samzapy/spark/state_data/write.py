@@ -1,5 +1,7 @@
-"""Write state from batch data: a DataFrame of (key, value) becomes a job's store — in its
-changelog, as local stores a job adopts without a replay, and in its checkpoints.
+"""Write state from batch data.
+
+A DataFrame of (key, value) becomes a job's store — in its changelog, as local stores a job
+adopts without a replay, and in its checkpoints.
 
 :func:`write_state` routes each row to the task that owns its key (the job's partitioner over
 the store's layout's partition key: :mod:`samzapy.operators.state_layout`), encodes it with the
@@ -95,6 +97,7 @@ def write_state(
             ``raw`` the stored bytes.
         value: the column holding the values: objects the store's msg serde writes (a struct
             column is written as a dict), or with ``raw`` the stored bytes.
+        raw: the ``key`` and ``value`` columns hold the stored bytes (no serde).
         base_dir: where the local stores go (default: ``job.logged.store.base.dir``).
 
     Raises:
@@ -193,9 +196,11 @@ def rewrite_partitions(
     *,
     checkpoints: bool = True,
 ) -> WriteStats:
-    """Make partitions ``0..tasks-1`` of ``stores`` hold exactly ``entries`` (module doc, steps
-    1-3, ingest and, unless ``checkpoints`` is false, the task checkpoints); ``entries`` has
-    :data:`ENTRY_SCHEMA`."""
+    """Make partitions ``0..tasks-1`` of ``stores`` hold exactly ``entries``.
+
+    Module doc, steps 1-3, ingest and, unless ``checkpoints`` is false, the task checkpoints;
+    ``entries`` has :data:`ENTRY_SCHEMA`.
+    """
     from samzapy.kafka.broker import resolve_bootstrap_servers
     from samzapy.spark.session import executor_error
 
@@ -259,9 +264,11 @@ def write_checkpoints(job: JobConfig, servers: str, offsets: dict[tuple[str, int
 
 
 class _Rewriter:
-    """Executor side of :func:`rewrite_partitions`: sorted ENTRY_SCHEMA rows -> changelog
-    records, SST files, and bulk_restore's result rows (``range`` with the last offset,
-    ``file`` per SST)."""
+    """Executor side of :func:`rewrite_partitions`.
+
+    Sorted ENTRY_SCHEMA rows -> changelog records, SST files, and bulk_restore's result rows
+    (``range`` with the last offset, ``file`` per SST).
+    """
 
     def __init__(self, stores: dict[str, StoreConfig], servers: str, staging: str) -> None:
         self.stores, self.servers, self.staging = stores, servers, staging
