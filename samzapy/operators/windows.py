@@ -413,9 +413,22 @@ class WindowedAggregation:
             return []
         n, result, decode = len(prefix), self._agg.result, self._agg.decode
         results = []
+        # The windows due in one scan mostly share their end and start: each distinct pair is
+        # decoded (and its id's tail formatted) once. A key is prefix + end + escape(key) +
+        # start (window_layout), so the escaped key ends 10 bytes before the stored key does.
+        times: dict[bytes, tuple[int, int, str]] = {}
+        append, no_zero = results.append, b"\x00"
         for stored_key, stored in due:
-            key, start, end = decode_fixed_key(stored_key, n)
-            results.append(WindowResult(key, start, end, result(decode(stored)), window_id(key, start, end)))
+            pair = stored_key[n : n + 8] + stored_key[-8:]
+            found = times.get(pair)
+            if found is None:
+                end, start = decode_ms(pair), decode_ms(pair, 8)
+                found = times[pair] = (start, end, f":{start}:{end}")
+            key = stored_key[n + 8 : -10]
+            if no_zero in key:
+                key = key.replace(b"\x00\xff", b"\x00")
+            start, end, tail = found
+            append(WindowResult(key, start, end, result(decode(stored)), f"w:{key.hex()}{tail}"))
         deletes = [stored_key for stored_key, _ in due]
         if self._early is not None:
             deletes += [self._early.marker(k[n:]) for k in deletes]
