@@ -1,10 +1,12 @@
-"""What the Spark jobs that write stores share: the store partitions to write (:class:`Target`,
-from the changelogs and the job's checkpoint: :func:`changelog_targets`; started from the
-newest usable snapshot in the job's blob store: :func:`from_snapshots`), the rows executors
-send back about the ranges and SST files they wrote (:data:`RESULT_SCHEMA`), and the ingest of
-those files into the stores on the driver (:func:`ingest`). Used by the bulk restore
-(:mod:`samzapy.spark.restore`) and by state as data (:mod:`samzapy.spark.state_data`: reading
-up to the checkpoint, writing stores from rows)."""
+"""What the Spark jobs that write stores share.
+
+The store partitions to write (:class:`Target`, from the changelogs and the job's checkpoint:
+:func:`changelog_targets`; started from the newest usable snapshot in the job's blob store:
+:func:`from_snapshots`), the rows executors send back about the ranges and SST files they wrote
+(:data:`RESULT_SCHEMA`), and the ingest of those files into the stores on the driver
+(:func:`ingest`). Used by the bulk restore (:mod:`samzapy.spark.restore`) and by state as data
+(:mod:`samzapy.spark.state_data`: reading up to the checkpoint, writing stores from rows).
+"""
 
 from __future__ import annotations
 
@@ -59,8 +61,11 @@ class Target:
     base: Path | None = None  # the snapshot the store starts from (its offset is start - 1)
 
     def fence_row(self) -> tuple[int, int]:
-        """The fence as plain numbers for a Spark row: (start, generation); -1 for "no start",
-        generation 0 for "no fence" (a fence of generation 0 skips nothing)."""
+        """The fence as plain numbers for a Spark row.
+
+        A pair (start, generation): -1 for "no start", generation 0 for "no fence" (a fence of
+        generation 0 skips nothing).
+        """
         if self.fence is None:
             return -1, 0
         return (-1 if self.fence.start is None else self.fence.start), self.fence.generation
@@ -73,8 +78,9 @@ def changelog_targets(
     to_checkpoint: bool,
     servers: str,
 ) -> list[Target]:
-    """Every partition (or ``partitions``) of ``stores``' changelogs as a target; with
-    ``to_checkpoint``, stopped at the job's checkpoint and fenced by it (a zombie's records
+    """Every partition (or ``partitions``) of ``stores``' changelogs as a target.
+
+    With ``to_checkpoint``, stopped at the job's checkpoint and fenced by it (a zombie's records
     are left out).
 
     Raises:
@@ -184,9 +190,11 @@ def result_schema() -> Any:
 def ingest(
     targets: list[Target], rows: list[Any], target_dir: Path, handoff: str, staging: Path
 ) -> list[PartitionStats]:
-    """Ingest the SST files the executors' ``rows`` name into each target's store under
-    ``target_dir`` (files sent back through the driver with ``handoff='collect'`` are placed
-    under ``staging`` first); what was written, per target."""
+    """Ingest the SST files the executors' ``rows`` name into each target's store under ``target_dir``.
+
+    Files sent back through the driver with ``handoff='collect'`` are placed under ``staging``
+    first. Returns what was written, per target.
+    """
     rows = [r.asDict() if hasattr(r, "asDict") else r for r in rows]
     placed = (
         write_collected([r for r in rows if r["kind"] == "file"], staging) if handoff == "collect" else {}

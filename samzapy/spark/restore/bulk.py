@@ -1,5 +1,7 @@
-"""Bulk restore: every changelog partition of a job's stores, read in parallel by Spark, turned
-into sorted SST files and ingested into fresh RocksDB stores in the job's layout.
+"""Bulk restore: every changelog partition of a job's stores, read in parallel by Spark.
+
+The partitions are turned into sorted SST files and ingested into fresh RocksDB stores in the
+job's layout.
 
 The result is what the job's own sequential restore would build (same keys, same values),
 plus the local checkpoint that restore trusts (``<dir>/<store>/Partition_<N>.checkpoints/
@@ -281,9 +283,12 @@ def _plan(
 
 
 def _fenced(frame: Any, group: list[Target]) -> Any:
-    """``frame`` with the key of every record the targets' fences rule out set to null
-    (``ChangelogFence.skips`` as a Spark expression over the ``samzapy.generation`` header):
-    such a record is read and counted, but not restored, as a record without a key."""
+    """``frame`` with the key of every record the targets' fences rule out set to null.
+
+    The fences are ``ChangelogFence.skips`` as a Spark expression over the
+    ``samzapy.generation`` header: such a record is read and counted, but not restored, as a
+    record without a key.
+    """
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
     fenced = [t for t in group if t.fence is not None]
@@ -344,10 +349,12 @@ def _in_memory_plan(spark: Any, targets: list[Target], servers: str, handoff: st
 
 
 class _PartitionReader:
-    """The executor side of the in-memory plan: (topic, partition, start, stop, fence) rows ->
-    each partition read from Kafka (without the records the fence rules out), its last value per
-    key sorted into SST files + stats rows (a range from a snapshot's offset on, ``start`` >= 0,
-    also writes its tombstones as deletions)."""
+    """The executor side of the in-memory plan: (topic, partition, start, stop, fence) rows -> SST files.
+
+    Each partition is read from Kafka (without the records the fence rules out), its last value
+    per key sorted into SST files + stats rows (a range from a snapshot's offset on, ``start``
+    >= 0, also writes its tombstones as deletions).
+    """
 
     def __init__(self, stores: dict[str, StoreConfig], servers: str, handoff: str, staging: str) -> None:
         self.stores = stores
@@ -388,8 +395,10 @@ class _PartitionReader:
 
 
 def _keyless_if_fenced(batches: Iterator[list[Any]], fence: ChangelogFence) -> Iterator[list[Any]]:
-    """``batches`` with the key of every record ``fence`` rules out removed: such a record is
-    read and counted, but not restored (restore ignores records without a key)."""
+    """``batches`` with the key of every record ``fence`` rules out removed.
+
+    Such a record is read and counted, but not restored (restore ignores records without a key).
+    """
     for batch in batches:
         yield [r._replace(key=None) if fence.skips(r) else r for r in batch]
 
@@ -460,8 +469,10 @@ class _RangeState:
         self._value = value
 
     def add_unsorted(self, batches: Iterable[list[Any]]) -> None:
-        """A whole range at once, in offset order (not sorted by key): the last value of each
-        key is kept in memory, then written in key order."""
+        """A whole range at once, in offset order (not sorted by key).
+
+        The last value of each key is kept in memory, then written in key order.
+        """
         from samzapy.kafka.reading import batch_bytes, last_values
 
         latest: dict[bytes | None, bytes | None] = {}
@@ -519,8 +530,10 @@ class _RangeState:
 
 
 def restore_for_container(job: JobConfig, partitions: list[int], checkpoints: dict[str, Any]) -> None:
-    """The container's hook for ``stores.S.restore.engine=spark``: before its tasks restore,
-    bulk-restore the store partitions whose changelog backlog is large.
+    """The container's hook for ``stores.S.restore.engine=spark``.
+
+    Before its tasks restore, bulk-restore the store partitions whose changelog backlog is
+    large.
 
     For every such store and task partition with a checkpointed changelog offset K, the
     newest local checkpoint at or below K is looked up; when the records between it and K
