@@ -30,6 +30,8 @@ slowest 5 % of joins spent their latency; ``--latency-only 1`` skips the through
 with ``join.state.layout`` set to it (the store layouts of
 :mod:`samzapy.operators.stream_join_layout`): an A/B of the layouts interleaved in one run, each
 row with its changelog records per input event; ``--throughput-only 1`` skips the latency runs.
+``--latency-layouts 1,2`` does the same for the latency runs (the changelog records per input
+event of a live run, where few windows close: round 4's 2.43).
 
     python -m benchmarks.bench_stream_join --size small --join-layouts 1,2,1,2 --throughput-only 1
 """
@@ -169,10 +171,18 @@ def throughput(tmp: str, servers: str, args: argparse.Namespace, result: Result)
 
 
 def latency(
-    tmp: str, servers: str, args: argparse.Namespace, result: Result, rate: float, tag: str, busy: bool
+    tmp: str,
+    servers: str,
+    args: argparse.Namespace,
+    result: Result,
+    rate: float,
+    tag: str,
+    busy: bool,
+    layout: str = "",
 ) -> None:
     """Run the join live at ``rate`` input events/s; add its latency rows. ``busy``: another
-    process spins on a core all the while (the job and the producer share what is left)."""
+    process spins on a core all the while (the job and the producer share what is left);
+    ``layout``: ``join.state.layout`` (else the config's)."""
     seconds = args.seconds
     # about 1.33 events per impression: 30% are clicked, 10% of clicks twice, a few orphans
     impressions = int(rate * seconds / 1.33)
@@ -188,6 +198,7 @@ def latency(
         args.fetch_wait_ms,
         args.local_checkpoint_ms,
         args.flush_at_head,
+        layout=layout,
     )
     metrics = Path(tmp) / f"metrics-{tag}.json"
     # --trace: the job runs under benchmarks.join_trace, which writes its loop's timeline
@@ -248,7 +259,7 @@ def latency(
         return latencies[min(len(latencies) - 1, int(p * len(latencies)))]
 
     offered = len(events) / seconds
-    where = ", second core busy" if busy else ""
+    where = (f", store layout {layout}" if layout else "") + (", second core busy" if busy else "")
     result.add(f"join latency p50 at {offered:,.0f} ev/s{where}", pct(0.5), "ms")
     result.add(f"join latency p99 at {offered:,.0f} ev/s{where}", pct(0.99), "ms")
     result.note(f"join latency{where}: {len(latencies):,} joins in {seconds} s, max {latencies[-1]} ms")
@@ -280,6 +291,7 @@ def main() -> None:
         latency_only=0,
         throughput_only=0,
         join_layouts="",
+        latency_layouts="",
         flush_at_head="",
         busy_core=(0, 1, 1),
     )
@@ -303,9 +315,13 @@ def main() -> None:
             head = f"flush.at.head={args.flush_at_head or 'as configured'}"
             if not args.throughput_only:
                 result.note(f"join latency run: {commit}, {wait}, {local}, {head}")
-                latency(tmp, servers, args, result, rate, "lat", busy=False)
-                if args.busy_core:
-                    latency(tmp, servers, args, result, rate, "lat-busy", busy=True)
+                # --latency-layouts 1,2: the live runs once per layout, interleaved
+                layouts = [x.strip() for x in args.latency_layouts.split(",") if x.strip()] or [""]
+                for n, layout in enumerate(layouts):
+                    tag = "lat" if len(layouts) == 1 else f"lat{n}"
+                    latency(tmp, servers, args, result, rate, tag, busy=False, layout=layout)
+                    if args.busy_core:
+                        latency(tmp, servers, args, result, rate, f"{tag}-busy", busy=True, layout=layout)
         finally:
             dev_broker.stop(Path(tmp) / "broker")
     result.write(args.result)
