@@ -1,5 +1,8 @@
-"""``samzapy describe app.py``: a pipeline's plan as text — its stages at the user's lines, the
-topics it reads, writes and creates, its stores, and the equivalent job configuration."""
+"""``samzapy describe app.py``: a pipeline's plan as text.
+
+Its stages at the user's lines, the topics it reads, writes and creates, its stores, and the
+equivalent job configuration.
+"""
 
 from __future__ import annotations
 
@@ -69,13 +72,14 @@ def _fn(fn: Any) -> str:
 
 
 def properties_text(properties: list[Any]) -> str:
-    """The job configuration as a ``.properties`` file (``=``, ``:``, ``#``, ``!``, ``\\`` and
-    leading spaces escaped), with where each key came from as a comment.
+    r"""The job configuration as a ``.properties`` file, with where each key came from as a comment.
+
+    ``=``, ``:``, ``#``, ``!``, ``\`` and leading spaces are escaped.
 
     >>> from samzapy.config.properties import Property
     >>> print(properties_text([Property("job.name", "a=b", "app.py", 3)]), end="")
     # app.py:3
-    job.name=a\\=b
+    job.name=a\=b
     """
     lines = []
     for prop in properties:

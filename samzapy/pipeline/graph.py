@@ -1,6 +1,9 @@
-"""The stage graph of a pipeline: its nodes (:class:`Node`), the user's line of each
-(:class:`Where`), the pipeline's error, and the checks shared by streams and tables, which
-refuse a mistake at the user's line when the stage is written."""
+"""The stage graph of a pipeline.
+
+Its nodes (:class:`Node`), the user's line of each (:class:`Where`), the pipeline's error, and
+the checks shared by streams and tables, which refuse a mistake at the user's line when the
+stage is written.
+"""
 
 from __future__ import annotations
 
@@ -127,8 +130,10 @@ _STRUCTURED = frozenset({"json", None})
 
 
 def _check_value_serde(node: Node, serde: str | None, topic: str, where: Where) -> None:
-    """Refuse, at the user's line, writing values the graph knows are dicts or lists (window
-    results, default join pairs) with a serde that cannot carry them."""
+    """Refuse, at the user's line, writing values the graph knows are dicts or lists with a serde that cannot.
+
+    Such values are window results and default join pairs.
+    """
     while node.kind in _PASSING and node.parents:
         node = node.parents[0]
     made = None
@@ -166,9 +171,11 @@ def _check_kind(kind: str, allowed: tuple[str, ...], where: Where) -> None:
 
 
 def source_roots(node: Node) -> list[Node]:
-    """The sources whose partitions a stream's records are in: through merges and joins, not
-    beyond a ``key_by`` (its records are in the intermediate topic's partitions) nor into a
-    global table (every task has all of it)."""
+    """The sources whose partitions a stream's records are in.
+
+    Through merges and joins, not beyond a ``key_by`` (its records are in the intermediate
+    topic's partitions) nor into a global table (every task has all of it).
+    """
     found: dict[int, Node] = {}
     todo = [node]
     while todo:
@@ -181,8 +188,10 @@ def source_roots(node: Node) -> list[Node]:
 
 
 def merge_on_path(node: Node) -> Node | None:
-    """The nearest ``merge`` upstream of ``node`` (``node`` itself included), not beyond a
-    ``key_by``; ``None`` when there is none."""
+    """The nearest ``merge`` upstream of ``node`` (``node`` itself included), not beyond a ``key_by``.
+
+    ``None`` when there is none.
+    """
     todo = [node]
     while todo:
         current = todo.pop(0)
@@ -194,8 +203,10 @@ def merge_on_path(node: Node) -> Node | None:
 
 
 def _check_copartitioned(streams: Iterable[Any], op: str, where: Where, *, require_keys: bool) -> None:
-    """Refuse a join, or a keyed stage after a merge, over streams that are not partitioned
-    alike (declared ``partitions=`` of the sources they read, through merges)."""
+    """Refuse a join, or a keyed stage after a merge, over streams that are not partitioned alike.
+
+    Compared are the declared ``partitions=`` of the sources they read, through merges.
+    """
     streams = list(streams)
     if require_keys:
         for s in streams:

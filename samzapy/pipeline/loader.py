@@ -1,5 +1,6 @@
-"""Finding a pipeline app and turning it into a validated job: what ``samzapy run app.py``,
-``samzapy run package.module:app`` and ``samzapy describe`` call.
+"""Finding a pipeline app and turning it into a validated job.
+
+What ``samzapy run app.py``, ``samzapy run package.module:app`` and ``samzapy describe`` call.
 
 An app spec is a Python file (``app.py``, optionally ``app.py:name``) or an importable
 ``module:attribute`` (``module`` alone when it defines exactly one :class:`App`). A file is
@@ -147,8 +148,11 @@ def app_spec_for_tasks(spec: str) -> str:
 
 
 def pipeline_config(spec: str, overrides: Sequence[str] = (), properties: str | None = None) -> Config:
-    """The raw job configuration of the app ``spec``: the plan's keys (located at the user's
-    lines), then an optional ``.properties`` file, then ``--config`` overrides."""
+    """The raw job configuration of the app ``spec``.
+
+    The plan's keys (located at the user's lines), then an optional ``.properties`` file, then
+    ``--config`` overrides.
+    """
     app = load_app(spec)
     plan = app.plan()
     path, _ = _split_file(spec)
@@ -183,9 +187,11 @@ def _refuse_plan_keys(extra: Sequence[Any], overrides: dict[str, str], source: s
 
 
 def pipeline_job(spec: str, overrides: Sequence[str] = (), properties: str | None = None) -> Any:
-    """The validated :class:`~samzapy.config.JobConfig` of the app, with the partition count
-    of its intermediate topics learnt from its inputs (as Samza's planner does), and its plan
-    checked against the recorded one (:mod:`samzapy.pipeline.plan_check`)."""
+    """The validated :class:`~samzapy.config.JobConfig` of the app.
+
+    The partition count of its intermediate topics is learnt from its inputs (as Samza's planner
+    does), and its plan checked against the recorded one (:mod:`samzapy.pipeline.plan_check`).
+    """
     from samzapy.config import parse_job_config
 
     config = pipeline_config(spec, overrides, properties)
@@ -209,11 +215,13 @@ def pipeline_job(spec: str, overrides: Sequence[str] = (), properties: str | Non
 
 
 def pipeline_replay_config(spec: str, overrides: Sequence[str] = (), properties: str | None = None) -> Config:
-    """The raw configuration a Spark replay of the app runs with (``samzapy replay app.py``,
-    ``properties`` an optional ``.properties`` file for the rest): :func:`pipeline_config`
-    with its intermediate topics' partition counts asked from the broker (they exist: a
-    replay reads the history a run wrote). The recorded plan is neither checked nor written:
-    a replay writes no state the next run restores."""
+    """The raw configuration a Spark replay of the app runs with (``samzapy replay app.py``).
+
+    ``properties`` is an optional ``.properties`` file for the rest. It is
+    :func:`pipeline_config` with its intermediate topics' partition counts asked from the broker
+    (they exist: a replay reads the history a run wrote). The recorded plan is neither checked
+    nor written: a replay writes no state the next run restores.
+    """
     from samzapy.config import parse_job_config
     from samzapy.kafka.broker import resolve_bootstrap_servers
 
@@ -237,10 +245,12 @@ def _partition_counts(servers: str, plan: Any) -> dict[str, int | None]:
 
 
 def check_copartitioning(plan: Any, counts: dict[str, int | None]) -> None:
-    """Refuse, at the user's line, a join, or a stage keeping state per key after a merge,
-    whose records come from topics with different partition counts (task N reads partition N
-    of each: a key would be in different tasks). Sources are followed through merges and
-    joins, not beyond a ``key_by``."""
+    """Refuse, at the user's line, a keyed stage whose sources have different partition counts.
+
+    That is a join, or a stage keeping state per key after a merge, whose records come from
+    topics with different partition counts (task N reads partition N of each: a key would be in
+    different tasks). Sources are followed through merges and joins, not beyond a ``key_by``.
+    """
     for node in plan.app.nodes:
         if not _needs_copartitioning(node):
             continue
@@ -264,8 +274,10 @@ def check_copartitioning(plan: Any, counts: dict[str, int | None]) -> None:
 
 
 def _needs_copartitioning(node: Any) -> bool:
-    """Whether a stage needs all of a key's records in one task (joins, windows, dedup, a
-    ``process`` with stores)."""
+    """Whether a stage needs all of a key's records in one task.
+
+    Joins, windows, dedup, a ``process`` with stores do.
+    """
     if node.kind in ("stream_table_join", "stream_stream_join", "table_table_join", "window", "dedup"):
         return True
     return node.kind == "process" and bool(node.args.get("stores"))

@@ -48,8 +48,10 @@ _BUILTIN_NAMES = {factory: name for name, factory in BUILTIN_SERDES.items()}
 
 
 def is_serde(value: Any) -> bool:
-    """Whether ``value`` is a serde object or class (``to_bytes`` and ``from_bytes``; not a
-    built-in type such as ``int``, which has methods of those names)."""
+    """Whether ``value`` is a serde object or class (``to_bytes`` and ``from_bytes``).
+
+    Not a built-in type such as ``int``, which has methods of those names.
+    """
     cls = value if isinstance(value, type) else type(value)
     if cls.__module__ == "builtins":
         return False
@@ -97,8 +99,10 @@ def _name_of_class(cls: type) -> str:
 
 
 def _claim(base: str, spec: str | None, obj: Any) -> str:
-    """Register ``spec`` (a class) or ``obj`` under ``base`` or the first free ``base_N``
-    (names are identifiers: the registry entry's value names them as attributes)."""
+    """Register ``spec`` (a class) or ``obj`` under ``base`` or the first free ``base_N``.
+
+    Names are identifiers: the registry entry's value names them as attributes.
+    """
     name, n = base, 1
     while name in _SPECS and (spec is None or _SPECS[name] != spec):
         n += 1
@@ -111,14 +115,18 @@ def _claim(base: str, spec: str | None, obj: Any) -> str:
 
 
 def registry_entries(names: set[str]) -> list[tuple[str, str]]:
-    """The ``serializers.registry.<name>.class`` entries of the names among ``names`` that
-    stand for serde objects or classes, sorted."""
+    """The ``serializers.registry.<name>.class`` entries of the serde objects and classes in ``names``.
+
+    Only the names among ``names`` that stand for serde objects or classes, sorted.
+    """
     return [(f"serializers.registry.{n}.class", _SPECS[n]) for n in sorted(names) if n in _SPECS]
 
 
 class _Registered:
-    """``registered.<name>``: a factory (called without arguments, as a serde class is) of the
-    object registered as ``name`` in this process."""
+    """``registered.<name>``: a factory of the object registered as ``name`` in this process.
+
+    It is called without arguments, as a serde class is.
+    """
 
     def __getattr__(self, name: str) -> Callable[[], Any]:
         if name.startswith("__"):

@@ -1,6 +1,7 @@
-"""What a pipeline's user writes besides the stages: durations, window kinds, aggregations and
-serde names. Plain frozen values: the compiler turns them into the operators of
-:mod:`samzapy.operators` (a spec never holds state).
+"""What a pipeline's user writes besides the stages: durations, window kinds, aggregations and serde names.
+
+Plain frozen values: the compiler turns them into the operators of :mod:`samzapy.operators` (a
+spec never holds state).
 
 >>> minutes(10), hours(1) == 3_600_000
 (600000, True)
@@ -106,8 +107,10 @@ def tumbling(
 def hopping(
     ms: int = 0, *, every: int, seconds: float = 0, minutes: float = 0, hours: float = 0, days: float = 0
 ) -> Hopping:
-    """Hopping windows of the given size starting every ``every`` ms, e.g.
-    ``hopping(minutes=10, every=minutes(5))``."""
+    """Hopping windows of the given size starting every ``every`` ms.
+
+    For example ``hopping(minutes=10, every=minutes(5))``.
+    """
     return Hopping(_duration(ms, seconds, minutes, hours, days, "hopping()"), int(every))
 
 
@@ -132,9 +135,10 @@ def count_window(size: int, step: int = 0) -> Counted:
 
 @dataclass(frozen=True)
 class Aggregation:
-    """What a window computes: ``kind`` (count, sum, min, max, reduce, aggregate) and the
-    functions it needs; :meth:`aggregator` builds the operator's
-    :class:`~samzapy.operators.aggregators.Aggregator`."""
+    """What a window computes: ``kind`` (count, sum, min, max, reduce, aggregate) and the functions it needs.
+
+    :meth:`aggregator` builds the operator's :class:`~samzapy.operators.aggregators.Aggregator`.
+    """
 
     kind: str
     of: Callable[[Any], Any] | None = None
@@ -207,8 +211,10 @@ def aggregate(
     *,
     merge: Callable[[Any, Any], Any] | None = None,
 ) -> Aggregation:
-    """``add(acc, value)`` from ``initializer()``; ``merge(a, b)`` for session windows. The
-    aggregate must be JSON (it is stored as JSON)."""
+    """``add(acc, value)`` from ``initializer()``; ``merge(a, b)`` for session windows.
+
+    The aggregate must be JSON (it is stored as JSON).
+    """
     return Aggregation(
         "aggregate", fn=add, initializer=initializer, merge=merge, functions=(initializer, add)
     )
@@ -216,9 +222,12 @@ def aggregate(
 
 @dataclass(frozen=True)
 class SerdeName:
-    """A serde by name (the built-in ones: ``json``, ``string``, ``long``, ``integer``,
-    ``bytes``; or one registered with ``serializers.registry.<name>.class``). A stage also
-    takes a serde class or object in its place (:data:`SerdeLike`)."""
+    """A serde by name.
+
+    The built-in ones: ``json``, ``string``, ``long``, ``integer``, ``bytes``; or one registered
+    with ``serializers.registry.<name>.class``. A stage also takes a serde class or object in
+    its place (:data:`SerdeLike`).
+    """
 
     name: str
 
@@ -239,8 +248,11 @@ SerdeLike = SerdeName | builtins.str | Any
 
 
 def serde_name(value: SerdeLike | None, what: str, where: Any = None) -> str | None:
-    """The name of a serde given as :class:`SerdeName`, a string, a serde class or object
-    (registered under a name by :func:`samzapy.pipeline.serde_objects.serde_ref`), or ``None``."""
+    """The name of a serde given as :class:`SerdeName`, a string, a serde class or object, or ``None``.
+
+    A serde class or object is registered under a name by
+    :func:`samzapy.pipeline.serde_objects.serde_ref`.
+    """
     if value is None or isinstance(value, SerdeName):
         return None if value is None else value.name
     if isinstance(value, builtins.str):

@@ -34,8 +34,10 @@ if TYPE_CHECKING:
 
 
 def call_user(stage: Stage, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)``; an exception keeps its type and gets a note naming the stage and where
-    the function is defined (the error policy's ``task.ignored.exceptions`` still matches)."""
+    """``fn(*args)``; an exception gets a note naming the stage and where the function is defined.
+
+    The exception keeps its type (the error policy's ``task.ignored.exceptions`` still matches).
+    """
     try:
         return fn(*args)
     except Exception as exc:
@@ -87,8 +89,10 @@ class Clock(Stage):
         return [root.qualify(s, self._many) for root in roots for s in root.source_names()]
 
     def source(self, root: Any, raw: str) -> str:
-        """The name of ``raw`` (a lineage source or a topic) as this clock knows it (cached:
-        once per record on the hot path)."""
+        """The name of ``raw`` (a lineage source or a topic) as this clock knows it.
+
+        Cached: once per record on the hot path.
+        """
         key = (id(root), raw)
         name = self._names.get(key)
         if name is None:

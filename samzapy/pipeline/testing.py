@@ -78,8 +78,10 @@ class PipelineHarness:
         partition: int | None = None,
         run: bool = True,
     ) -> None:
-        """Append one record to ``topic`` (the partition of its key unless given) and run
-        (``run=False``: it waits, with what else is sent so, for :meth:`run`)."""
+        """Append one record to ``topic`` (the partition of its key unless given) and run.
+
+        ``run=False``: it waits, with what else is sent so, for :meth:`run`.
+        """
         self._append(topic, key, value, timestamp=timestamp, partition=partition)
         if run:
             self.run()
@@ -87,12 +89,14 @@ class PipelineHarness:
     def send_all(
         self, topic: str, records: Iterable[Any], *, timestamp: Any = None, run: bool = True
     ) -> None:
-        """Append records (``(key, value)`` pairs, or ``(key, value, timestamp)``) in order, then
-        run; ``timestamp`` may be a function of the value.
+        """Append records (``(key, value)`` pairs, or ``(key, value, timestamp)``) in order, then run.
+
+        ``timestamp`` may be a function of the value.
 
         ``run=False`` leaves them waiting: records of several topics sent so, then :meth:`run`,
         are a backlog, which each task takes as a job takes one (``task.input.order``: by
-        record timestamp by default, :class:`samzapy.testing.run.DeliveryOrder`)."""
+        record timestamp by default, :class:`samzapy.testing.run.DeliveryOrder`).
+        """
         for record in records:
             key, value, *rest = record
             ts = rest[0] if rest else (timestamp(value) if callable(timestamp) else timestamp or 0)
@@ -101,8 +105,10 @@ class PipelineHarness:
             self.run()
 
     def _known(self, what: str, name: str, known: Iterable[str]) -> None:
-        """Refuse a topic or store the pipeline does not have (a typo would test nothing):
-        ``what`` is the message, ``{name}``, ``{app}`` and ``{known}`` filled in."""
+        """Refuse a topic or store the pipeline does not have (a typo would test nothing).
+
+        ``what`` is the message, ``{name}``, ``{app}`` and ``{known}`` filled in.
+        """
         names = list(known)
         if name not in names:
             known_text = ", ".join(names) or "none"
@@ -124,13 +130,17 @@ class PipelineHarness:
         self.broker.append(topic, partition, raw_key, raw, timestamp=timestamp)
 
     def end_of_stream(self, topic: str | None = None) -> None:
-        """An end-of-stream control record in every partition of ``topic`` (default: every
-        source), then run: event-time stages close what they hold."""
+        """An end-of-stream control record in every partition of ``topic`` (default: every source), then run.
+
+        Event-time stages close what they hold.
+        """
         self._control(topic, END_OF_STREAM, {"control": "end-of-stream"})
 
     def advance_event_time(self, time_ms: int, topic: str | None = None) -> None:
-        """A watermark control record (event time reached ``time_ms``) in every partition of
-        ``topic`` (default: every source), then run."""
+        """A watermark control record (event time reached ``time_ms``) in every partition of ``topic``.
+
+        ``topic`` defaults to every source; then run.
+        """
         self._control(topic, WATERMARK, {"control": "watermark", "watermark": time_ms})
 
     def _written(self) -> list[str]:
@@ -159,7 +169,8 @@ class PipelineHarness:
         Each task takes the records waiting in its inputs in the job's order
         (``task.input.order``; by default the timestamp order a job takes a backlog in, the
         Spark replay's), so a run over records sent with ``run=False`` equals a job's run
-        over that history."""
+        over that history.
+        """
         total = 0
         while True:
             done = sum(h.process_available() for h in self.tasks)
@@ -168,16 +179,21 @@ class PipelineHarness:
                 return total
 
     def window(self) -> None:
-        """Every running task's ``window()`` once, then :meth:`run` (a task's re-keyed records
-        and broadcast progress reach the others)."""
+        """Every running task's ``window()`` once, then :meth:`run`.
+
+        A task's re-keyed records and broadcast progress reach the others.
+        """
         for h in self.tasks:
             if h.state == "running":
                 h.window()
         self.run()
 
     def advance_wall_clock(self, ms: int) -> None:
-        """Move every task's wall clock on by ``ms`` (each task's ``window()`` and commit
-        follow when due, as in :meth:`TaskHarness.advance_wall_clock`), then run."""
+        """Move every task's wall clock on by ``ms``, then run.
+
+        Each task's ``window()`` and commit follow when due, as in
+        :meth:`TaskHarness.advance_wall_clock`.
+        """
         self.wall_clock_ms += ms
         for h in self.tasks:
             h.advance_wall_clock(ms)
@@ -196,21 +212,28 @@ class PipelineHarness:
                 h.crash(**kw)
 
     def restart(self, partition: int | None = None) -> None:
-        """Restart one task (or all): stores restored from their changelogs to the last
-        checkpoint, input read again from it; then run."""
+        """Restart one task (or all).
+
+        Stores restored from their changelogs to the last checkpoint, input read again from it;
+        then run.
+        """
         for h in self.tasks if partition is None else [self.tasks[partition]]:
             h.restart()
         self.run()
 
     # ------------------------------------------------------------------ reading back
     def records(self, topic: str) -> list[Any]:
-        """The broker's records of ``topic`` (all partitions, in the order taken; duplicates
-        a restart re-sent are kept)."""
+        """The broker's records of ``topic``.
+
+        All partitions, in the order taken; duplicates a restart re-sent are kept.
+        """
         return self.broker.records(topic)
 
     def outputs(self, topic: str) -> list[tuple[Any, Any]]:
-        """The (key, value) of each distinct output of ``topic`` (by ``samzapy.id``),
-        decoded with the topic's serdes, in the order the broker took them."""
+        """The (key, value) of each distinct output of ``topic`` (by ``samzapy.id``).
+
+        Decoded with the topic's serdes, in the order the broker took them.
+        """
         self._known("{name} is not written by pipeline {app} (it writes: {known})", topic, self._written())
         key_serde, msg_serde = self._serdes.for_stream(SystemStream("kafka", topic))
         kept = distinct_by_id(self.records(topic)).values()

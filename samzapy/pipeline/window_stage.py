@@ -1,5 +1,8 @@
-"""The window stage of a pipeline: the page-view counter's logic (:mod:`samzapy.jobs.pageview_counter`)
-for any key, window kind and aggregation."""
+"""The window stage of a pipeline.
+
+The page-view counter's logic (:mod:`samzapy.jobs.pageview_counter`) for any key, window kind
+and aggregation.
+"""
 
 from __future__ import annotations
 
@@ -42,9 +45,11 @@ EMIT_BATCH = 10_000
 
 
 class WindowStage(Clock):
-    """``window(...)``: the page-view counter's logic (:mod:`samzapy.jobs.pageview_counter`)
-    for any key, window kind and aggregation, over one store (windows ``cw``, event time
-    ``et``, the late count)."""
+    """``window(...)``: the page-view counter's logic for any key, window kind and aggregation.
+
+    The logic of :mod:`samzapy.jobs.pageview_counter`, over one store (windows ``cw``, event
+    time ``et``, the late count).
+    """
 
     def __init__(self, task: PipelineTask, node: Node, store: Any, key_serde: Any) -> None:
         super().__init__(task, node)
