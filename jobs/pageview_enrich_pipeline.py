@@ -4,12 +4,12 @@ The stream-table join of :mod:`samzapy.jobs.pageview_enrich`
 (``config/pageview-enrich.properties``). Run it with
 ``samzapy run samzapy.jobs.pageview_enrich_pipeline:app``.
 
-``profiles`` (JSON keyed by user_id) is read as a table; each view of ``pageviews-by-user``
-(keyed by user_id) whose user has a profile goes to ``pageviews-enriched`` with the profile's
-``zip`` added: the same records as the task version; their ids differ (the task version names
-them ``enrich:<input>``, the pipeline derives them from the input offset,
-tests/unit/test_pipeline_jobs.py). The task version reads ``profiles`` as a bootstrap stream
-(to its end before any view); a pipeline's inputs interleave as they arrive.
+``profiles`` (JSON keyed by user_id) is read as a table that keeps each user's ``zip``
+(``map_values``) in the store ``zip-codes``; each view of ``pageviews-by-user`` (keyed by
+user_id) whose user has one goes to ``pageviews-enriched`` with the ``zip`` added. The join
+stage is named ``enrich``, so its records are ``enrich:<input>``: the task version's records,
+ids and store (tests/unit/test_pipeline_jobs.py). ``profiles`` is a bootstrap table, as in the
+task version: read to its end before any view, at every start.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import samzapy
 
 app = samzapy.App("pageview-enrich-pipeline")
 
-profiles = app.table("profiles", name="zip-codes")
+# a bootstrap table, as the task version's profiles: read to its end before any view
+profiles = app.table("profiles", name="zip-codes", map_values=lambda profile: profile["zip"], bootstrap=True)
 views = app.stream("pageviews-by-user")
-views.join(profiles, lambda view, profile: {**view, "zip": profile["zip"]}, name="enrich").to(
-    "pageviews-enriched"
-)
+views.join(profiles, lambda view, zip_code: {**view, "zip": zip_code}, name="enrich").to("pageviews-enriched")

@@ -146,20 +146,35 @@ class App:
         timestamp: str | Callable[[Any], int] | None = None,
         versioned: int | None = None,
         partitions: int | None = None,
+        map_values: Callable[[Any], Any] | None = None,
+        bootstrap: bool = False,
     ) -> Table:
         """A table: the latest value of each key of ``topic`` (a ``None`` value deletes),
         kept in a store named ``name`` (default: the topic's name).
 
         ``versioned=history_ms`` keeps every version for that long, so a stream joined with
         it gets the version valid at each record's event time (``timestamp=`` of the table).
+        ``map_values=fn`` keeps ``fn(value)`` instead of the whole value (Kafka Streams'
+        ``KTable.mapValues``; a delete stays a delete): ``map_values=lambda p: p["zip"]``
+        keeps only what a join needs, in a smaller store. ``bootstrap=True`` reads the topic
+        to its end before any other input, at every start (Samza's bootstrap stream: a stream
+        joined with it sees the table as of the start, then every later update).
         """
         where = _caller()
+        if map_values is not None:
+            _check_fn(map_values, "table", where)
         node = self._add(
             "table",
             (),
             where,
             name=name or topic,
-            args={"topic": topic, "timestamp": _timestamp(timestamp, where), "versioned": versioned},
+            args={
+                "topic": topic,
+                "timestamp": _timestamp(timestamp, where),
+                "versioned": versioned,
+                "map_values": map_values,
+                "bootstrap": bootstrap,
+            },
             partitions=partitions,
             key_serde=serde_name(key, "key", where),
             value_serde=serde_name(value, "value", where),

@@ -36,6 +36,7 @@ _STATEFUL = {
     "table",
     "global_table",
     "fk_join",
+    "table_table_join",
 }
 
 
@@ -115,6 +116,11 @@ class Plan:
             if node.kind == "key_by":
                 step["topic"] = self.intermediates[node.id]
                 step["key_fn"] = code_digest(node.args["fn"])
+            if node.kind == "table":
+                if any(c.kind == "table_table_join" for c in self.children[node.id]):
+                    step["layout"] = "offset-entries"  # the join's {"offset", "value"} entries
+                if node.args.get("map_values") is not None:
+                    step["value_fn"] = code_digest(node.args["map_values"])
             steps.append(step)
         return {"job": self.job_name, "steps": steps}
 
@@ -147,6 +153,8 @@ def compile_app(app: App) -> Plan:
     stores: dict[str, StoreDecl] = {}
     stores_of: dict[int, list[str]] = {}
     for node in app.nodes:
+        if node.kind == "table" and _kept_by_fk_join(children[node.id]):
+            continue  # the foreign-key join keeps the table in its own stores
         for decl in _stores(app, node, names[node.id]):
             if decl.name in stores:
                 other = stores[decl.name]
@@ -172,6 +180,11 @@ def compile_app(app: App) -> Plan:
     return Plan(
         app, names, sources, intermediates, outputs, stores, stores_of, children, timers, side, fk_topics
     )
+
+
+def _kept_by_fk_join(children: list[Node]) -> bool:
+    """Whether a table's only readers are foreign-key joins (which keep it themselves)."""
+    return bool(children) and all(c.kind == "fk_join" for c in children)
 
 
 def _check_table_writers(app: App) -> None:
@@ -292,7 +305,11 @@ def _stores(app: App, node: Node, name: str) -> list[StoreDecl]:
             decl(f"{name}-left", "fk-left", key_serde=left.key_serde, value_serde="json"),
             decl(f"{name}-right", "fk-right", key_serde=right.key_serde, value_serde="json"),
             decl(f"{name}-subscriptions", "fk-subscriptions"),
+            decl(f"{name}-joined", "joined", key_serde=left.key_serde, value_serde="json"),
         ]
+    if kind == "table_table_join":
+        left = node.parents[0]
+        return [decl(f"{name}-joined", "joined", key_serde=left.key_serde, value_serde="json")]
     if kind == "process":
         return [
             decl(spec.name, "process", key_serde=spec.key, value_serde=spec.value)
@@ -322,6 +339,9 @@ def render(plan: Plan, source_name: str, app_spec: str | None) -> list[Property]
     put("systems.kafka.samza.offset.default", "oldest")
     for topic, node in plan.sources.items():
         _stream_serdes(put, topic, node.key_serde or "bytes", node.value_serde or "bytes", node.where)
+        if node.kind == "table" and node.args.get("bootstrap"):
+            put(f"systems.kafka.streams.{topic}.samza.bootstrap", "true", node.where)
+            put(f"systems.kafka.streams.{topic}.samza.priority", 1, node.where)
     for node_id, topic in plan.intermediates.items():
         node = app.nodes[node_id]
         _stream_serdes(put, topic, node.key_serde or "string", node.value_serde or "json", node.where)

@@ -22,6 +22,7 @@ from samzapy.operators.event_time import (
     Lineage,
 )
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
+from samzapy.output_ids import id_from_headers
 from samzapy.pipeline.api import Node
 from samzapy.pipeline.graph import _key_of_record
 from samzapy.pipeline.stages import Clock, Stage, call_user
@@ -54,21 +55,75 @@ class LookupStage(Stage):
         self.emit(key, call_user(self, args["joiner"], value, found), ts, rid)
 
 
-class StreamTableStage(Stage):
-    """A stream joined with a table by processing time (the table's current value)."""
+class InputIds:
+    """The output ids of a stream-table join stage: ``<stage name>:<origin>``, as
+    :mod:`samzapy.jobs.pageview_enrich` names its records ``enrich:<origin>`` (a stage named
+    ``enrich`` gives the task's ids).
 
-    def __init__(self, task: PipelineTask, node: Node, table_store: Any) -> None:
+    The origin is the record's id when it already has one (after a window or a join), else
+    the input's own ``samzapy.id`` (an upstream job's, or the sending task's of a ``key_by``), else
+    ``<task>:<stream>:<offset>``: a record re-sent upstream is joined under the same id. A
+    second result of the same input (after a ``flat_map``) gets ``:<n>`` after its origin, so
+    ids stay unique and the first result's id is the task's.
+    """
+
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+        self.prefix = stage.task._plan.names[stage.node.id]
+        self._envelope: Any = None
+        self._count = 0
+
+    def origin(self, rid: str | None) -> str:
+        """The origin of the record being pushed (see the class)."""
+        env = self.stage.task.envelope
+        if env is not self._envelope:
+            self._envelope, self._count = env, 0
+        else:
+            self._count += 1
+        if rid is None:
+            rid = id_from_headers(env.headers) or f"{self.stage.task.task_name}:{env.stream}:{env.offset}"
+        return rid if self._count == 0 else f"{rid}:{self._count}"
+
+    def of(self, origin: str) -> str:
+        """The output id of a result of ``origin``."""
+        return f"{self.prefix}:{origin}"
+
+
+class TableValues:
+    """A table's store as its readers see it: the values, whether the table root keeps them as
+    they are or a table-table join keeps them as ``{"offset", "value"}`` entries (decided when
+    the stages are built, after the readers)."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+
+    def get(self, key: Any) -> Any:
+        """The table's value of ``key`` (``None``: none)."""
+        found = self.root.store.get(key)
+        if found is None or not self.root.entries:
+            return found
+        return found["value"]
+
+
+class StreamTableStage(Stage):
+    """A stream joined with a table by processing time (the table's current value), as
+    :mod:`samzapy.jobs.pageview_enrich` joins (:class:`~samzapy.operators.StreamTableJoin`);
+    results are named by :class:`InputIds`."""
+
+    def __init__(self, task: PipelineTask, node: Node, table: Any) -> None:
         super().__init__(task, node)
-        self.join = StreamTableJoin(table_store, self._joiner, node.args["kind"])
+        self.join = StreamTableJoin(TableValues(table), self._joiner, node.args["kind"])  # type: ignore[arg-type]
+        self.ids = InputIds(self)
 
     def _joiner(self, left: Any, right: Any) -> Any:
         return call_user(self, self.node.args["joiner"], left, right)
 
     def push(self, key: Any, value: Any, ts: int, rid: str | None) -> None:
         """Push the joined record (inner: only when the table has the key)."""
+        origin = self.ids.origin(rid)
         joined = self.join.join(key, value)
         if joined is not None:
-            self.emit(key, joined, ts, rid)
+            self.emit(key, joined, ts, self.ids.of(origin))
 
     def table_update(self, key: Any, value: Any, ts: int) -> None:
         """The table changed (the table root wrote the store)."""
@@ -80,7 +135,8 @@ class StreamTableStage(Stage):
 class TemporalJoinStage(Stage):
     """A stream joined with a versioned table by event time: each record with the table's
     version valid at its time, released once the table has passed it
-    (:class:`~samzapy.operators.temporal_join.EventTimeStreamTableJoin`)."""
+    (:class:`~samzapy.operators.temporal_join.EventTimeStreamTableJoin`); results are named
+    by :class:`InputIds`, whatever the time they are released."""
 
     def __init__(self, task: PipelineTask, node: Node, table: Any, buffer: Any, key_serde: Any) -> None:
         super().__init__(task, node)
@@ -88,13 +144,14 @@ class TemporalJoinStage(Stage):
         self.join = EventTimeStreamTableJoin(
             table, buffer, self._joiner, kind=node.args["kind"], grace_ms=node.args["grace"]
         )
+        self.ids = InputIds(self)
 
     def _joiner(self, left: Any, right: Any) -> Any:
         return call_user(self, self.node.args["joiner"], left, right)
 
     def push(self, key: Any, value: Any, ts: int, rid: str | None) -> None:
         """Buffer (or join) the record; push what the join released."""
-        ref = (rid or self.task.position_id()).encode()
+        ref = self.ids.origin(rid).encode()
         self._released(self.join.join(self.serde.to_bytes(key), value, ts, ref))
 
     def table_update(self, key: Any, value: Any, ts: int) -> None:
@@ -109,26 +166,55 @@ class TemporalJoinStage(Stage):
         for result in results:
             if result.value is not None:
                 key = self.serde.from_bytes(result.key)
-                self.emit(key, result.value, result.time_ms, f"tj:{result.ref.decode()}")
+                self.emit(key, result.value, result.time_ms, self.ids.of(result.ref.decode()))
+
+
+def _version(entry: dict | None) -> str:
+    return "-" if entry is None else str(entry["offset"])
+
+
+def join_values(stage: Stage, key: Any, left: Any, right: Any) -> Any:
+    """The user's joiner of a table join on two values (``with_key``: on the key too)."""
+    args = stage.node.args
+    if args.get("with_key"):
+        return call_user(stage, args["joiner"], key, left, right)
+    return call_user(stage, args["joiner"], left, right)
 
 
 class TableTableStage(Stage):
-    """Two tables joined: a change of either side pushes the joined value (``None``: the
-    joined key was deleted) (:class:`~samzapy.operators.TableTableJoin`, which writes the
-    tables' stores)."""
+    """Two tables joined, as :mod:`samzapy.jobs.profile_settings_join` joins them
+    (:class:`~samzapy.operators.TableTableJoin`, which writes the tables' stores).
 
-    def __init__(self, task: PipelineTask, node: Node, left: Any, right: Any) -> None:
+    Each side's store keeps ``{"offset", "value"}`` (the input offset of the version); every
+    change of either side pushes the key's whole joined value (``None``: no joined record, also
+    when it had none before) with the id ``<stage name>:<stream>:<partition>:<offset>:<left
+    offset>:<right offset>``, and keeps it in the joined store: the same id always carries the
+    same bytes, whichever versions met, and the last change per key is the joined table, also
+    after a crashed run sent changes its rerun does not."""
+
+    def __init__(self, task: PipelineTask, node: Node, left: Any, right: Any, joined: Any) -> None:
         super().__init__(task, node)
-        self.join = TableTableJoin(left, right, self._joiner, node.args["kind"])
-
-    def _joiner(self, left: Any, right: Any) -> Any:
-        return call_user(self, self.node.args["joiner"], left, right)
+        self.left, self.right, self.joined = left, right, joined
+        self.join = TableTableJoin(left, right, lambda lv, rv: (lv, rv), node.args["kind"])
+        self.prefix = task._plan.names[node.id]
 
     def update(self, side: str, key: Any, value: Any, ts: int) -> None:
-        """A change of one side."""
-        change = self.join.update_left(key, value) if side == "left" else self.join.update_right(key, value)
-        if change is not None:
-            self.emit(change.key, change.value, ts, None)
+        """A change of one side (``None`` deletes)."""
+        env = self.task.envelope
+        entry = None if value is None else {"offset": env.offset, "value": value}
+        update = self.join.update_left if side == "left" else self.join.update_right
+        change = update(key, entry)
+        joined = None
+        if change is not None and change.value is not None:
+            lv, rv = change.value
+            joined = join_values(self, key, _value(lv), _value(rv))
+        self.joined.put(key, joined)
+        versions = f"{_version(self.left.get(key))}:{_version(self.right.get(key))}"
+        self.emit(key, joined, ts, f"{self.prefix}:{env.stream}:{env.partition}:{env.offset}:{versions}")
+
+
+def _value(entry: dict | None) -> Any:
+    return None if entry is None else entry["value"]
 
 
 class StreamJoinStage(Clock):
@@ -229,7 +315,14 @@ class ForeignKeyStage(Stage):
     :mod:`samzapy.jobs.order_customer_join` runs it): the left half keeps the left table and
     sends subscriptions to the right key's task, the right half keeps the right table and the
     subscriptions and answers them; both halves run in every task, talking through the
-    subscription and response topics. Versions are input offsets, as in the task."""
+    subscription and response topics. Versions are input offsets, as in the task; every joined
+    change is also kept in the joined store (``<name>-joined``).
+
+    Ids name the two topics by the stage: ``<name>-subscriptions`` and ``<name>-responses``
+    (their topics carry the app's name too): a response is ``fkr:<origin>:...``
+    (:meth:`~samzapy.operators.ForeignKeyRight.response_id`), a joined change resolved from one
+    ``<task>:<name>-responses:<offset>:0``, what a left update sends the container's id; so a
+    stage named as the task's topics' prefix (``order-customer``) gives the task's ids."""
 
     def __init__(
         self,
@@ -241,7 +334,7 @@ class ForeignKeyStage(Stage):
         fk_serde: Any,
     ) -> None:
         super().__init__(task, node)
-        left_store, right_store, subscription_store = stores
+        left_store, right_store, subscription_store, self.joined = stores
         self.left = ForeignKeyLeft(
             left_store,
             self._foreign_key,
@@ -252,6 +345,8 @@ class ForeignKeyStage(Stage):
         self.right = ForeignKeyRight(right_store, subscription_store, key_serde, fk_serde)
         self.subscriptions = SystemStream("kafka", topics[0])
         self.responses = SystemStream("kafka", topics[1])
+        name = task._plan.names[node.id]
+        self.id_streams = {topics[0]: f"{name}-subscriptions", topics[1]: f"{name}-responses"}
 
     def _foreign_key(self, value: Any) -> Any:
         return call_user(self, self.node.args["foreign_key"], value)
@@ -267,7 +362,7 @@ class ForeignKeyStage(Stage):
                         self.subscriptions, key=subscription.foreign_key, message=subscription.to_message()
                     )
                 )
-            self._emit(update.change, ts)
+            self._emit(update.change, ts, None)
         else:
             self._respond(self.right.update(key, value, version))
 
@@ -278,13 +373,13 @@ class ForeignKeyStage(Stage):
 
     def resolved(self, envelope: Any) -> None:
         """A response reached the left key's task: the joined value, if still current."""
-        self._emit(
-            self.left.resolve(Response.from_message(envelope.key, envelope.message)), envelope.timestamp
-        )
+        change = self.left.resolve(Response.from_message(envelope.key, envelope.message))
+        rid = f"{self.task.task_name}:{self.id_streams[envelope.stream]}:{envelope.offset}:0"
+        self._emit(change, envelope.timestamp, rid)
 
     def _respond(self, responses: list[Any]) -> None:
         env = self.task.envelope
-        origin = f"{env.stream}:{env.partition}:{env.offset}"
+        origin = f"{self.id_streams.get(env.stream, env.stream)}:{env.partition}:{env.offset}"
         for response in responses:
             self.task.collector.send(
                 OutgoingMessageEnvelope(
@@ -295,8 +390,9 @@ class ForeignKeyStage(Stage):
                 )
             )
 
-    def _emit(self, change: Any, ts: int) -> None:
+    def _emit(self, change: Any, ts: int, rid: str | None) -> None:
         if change is None:
             return
-        value = None if change.value is None else call_user(self, self.node.args["joiner"], *change.value)
-        self.emit(change.key, value, ts, None)
+        value = None if change.value is None else join_values(self, change.key, *change.value)
+        self.joined.put(change.key, value)
+        self.emit(change.key, value, ts, rid)

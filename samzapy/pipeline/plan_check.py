@@ -3,11 +3,12 @@ that refuses a run whose plan would orphan or misread that state.
 
 What is compared is :meth:`samzapy.pipeline.compiler.Plan.signature`: each stateful step's kind,
 name, stores, key and value serdes, window and aggregation, the topic of a ``key_by`` and a
-digest of its key function's code. A run is refused, before it processes anything, when a
-recorded step is gone (its state would be orphaned: renamed, or its auto name moved because
-steps were reordered) or changed (its state would be misread); added steps are accepted, and so
-is an unchanged plan. ``--config pipeline.plan.accept=true`` takes the change as intended (the
-new plan is then recorded).
+digest of its key function's code, a table's store layout and a digest of its ``map_values``.
+A run is refused, before it processes anything, when a recorded step is gone (its state would
+be orphaned: renamed, or its auto name moved because steps were reordered) or changed (its
+state would be misread); added steps are accepted, and so is an unchanged plan.
+``--config pipeline.plan.accept=true`` takes the change as intended (the new plan is then
+recorded).
 
 Where it is recorded: a compacted topic of its own, ``__samzapy_plan_<job>_<id>``, one record
 (key ``plan``). Not the checkpoint topic: its records are per task and read by the checkpoint
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 
 #: The key that takes a refused change as intended.
 ACCEPT_KEY = "pipeline.plan.accept"
-_COMPARED = ("kind", "key", "value", "window", "aggregation", "topic", "key_fn")
+_COMPARED = ("kind", "key", "value", "window", "aggregation", "topic", "key_fn", "layout", "value_fn")
 
 
 def plan_topic(job_name: str, job_id: str) -> str:

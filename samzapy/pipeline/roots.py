@@ -178,10 +178,15 @@ class TableRoot(Root):
         self.versioned = versioned
         self.writers: list[tuple[Any, str]] = []  # (TableTableStage, side)
         self.readers: list[Any] = []
+        #: Whether the store holds ``{"offset", "value"}`` entries (a table-table join's side).
+        self.entries = False
+        self.map_values = node.args.get("map_values")
 
     def receive(self, envelope: Any) -> None:
-        """A table update (``None`` deletes)."""
+        """A table update (``None`` deletes); ``map_values=`` of the table maps the value first."""
         key, value = envelope.key, envelope.message
+        if value is not None and self.map_values is not None:
+            value = call_user(self, self.map_values, value)  # type: ignore[arg-type]
         ts = envelope.timestamp if self.ts_fn is None else (MIN_MS if value is None else self._time(value))
         if self.writers:
             for join, side in self.writers:

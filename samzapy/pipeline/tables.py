@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from samzapy.pipeline.graph import Node, _caller, _check_copartitioned, _check_fn, _check_kind, _pair
+from samzapy.pipeline.graph import (
+    Node,
+    PipelineError,
+    _caller,
+    _check_copartitioned,
+    _check_fn,
+    _check_kind,
+    _pair,
+)
 
 if TYPE_CHECKING:
     from samzapy.pipeline.api import App, Stream
@@ -27,6 +35,7 @@ class Table:
         kind: str = "inner",
         foreign_key: Callable[[Any], Any] | None = None,
         name: str | None = None,
+        with_key: bool = False,
     ) -> Table:
         """The table-table join: a joined value per key, updated (or deleted) on every change
         of either side; ``kind`` is ``inner``, ``left`` or ``outer``.
@@ -34,8 +43,16 @@ class Table:
         With ``foreign_key=fn``, the foreign-key join (Kafka Streams' KIP-213): each row of
         this table joins the row of ``other`` whose key is ``fn(value)``; the tables need not
         be partitioned alike (the two halves talk through two intermediate topics); ``kind``
-        is ``inner`` or ``left``."""
+        is ``inner`` or ``left``.
+
+        ``joiner(left, right)`` makes the joined value (``joiner(key, left, right)`` with
+        ``with_key=True``); the joined table is kept in the store ``<name>-joined``. Output ids
+        are named after the stage (``name``): see docs/pipelines.md, "Ids and stores of the
+        joins"."""
         where = _caller()
+        if with_key and joiner is None:
+            msg = f"{where}: join(..., with_key=True) needs a joiner(key, left, right)"
+            raise PipelineError(msg)
         if foreign_key is not None:
             _check_fn(foreign_key, "join", where)
             _check_kind(kind, ("inner", "left"), where)
@@ -44,7 +61,12 @@ class Table:
                 (self.node, other.node),
                 where,
                 name=name,
-                args={"joiner": joiner or _pair, "kind": kind, "foreign_key": foreign_key},
+                args={
+                    "joiner": joiner or _pair,
+                    "kind": kind,
+                    "foreign_key": foreign_key,
+                    "with_key": with_key,
+                },
                 partitions=self.node.partitions,
                 key_serde=self.node.key_serde,
             )
@@ -56,8 +78,9 @@ class Table:
             (self.node, other.node),
             where,
             name=name,
-            args={"joiner": joiner or _pair, "kind": kind},
+            args={"joiner": joiner or _pair, "kind": kind, "with_key": with_key},
             partitions=self.node.partitions,
+            key_serde=self.node.key_serde,
         )
         return Table(self.app, node)
 

@@ -154,7 +154,7 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
         if kind == "source":
             self._add_root(node, Root(self, node, node.args["topic"]))
         elif kind == "table":
-            store = self._store(stores[0])
+            store = self._store(stores[0]) if stores else None  # none: a foreign-key join keeps it
             versioned = None
             if node.args.get("versioned") is not None:
                 versioned = VersionedStore(store, node.args["versioned"])
@@ -186,7 +186,8 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
             self._make_stream_table(plan, node, tables[node.parents[1].id], stores)
         elif kind == "table_table_join":
             left, right = (tables[p.id] for p in node.parents)
-            stage = TableTableStage(self, node, left.store, right.store)
+            left.entries = right.entries = True  # {"offset", "value"}: the versions name the ids
+            stage = TableTableStage(self, node, left.store, right.store, self._store(stores[0]))
             left.writers.append((stage, "left"))
             right.writers.append((stage, "right"))
             self._stages[node.id] = stage
@@ -225,7 +226,7 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
                 self, node, table.versioned, self._store(stores[0]), self._serde(node)
             )
         else:
-            stage = StreamTableStage(self, node, table.store)
+            stage = StreamTableStage(self, node, table)
         table.readers.append(stage)
         self._stages[node.id] = stage
 

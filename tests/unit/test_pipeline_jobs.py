@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from samzapy.config import load_config
 from samzapy.jobs.pageview_counter import PageViewCounterTask
 from samzapy.jobs.pageview_repartition import PageViewRepartitionTask
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.operators.event_time import CONTROL_HEADER, END_OF_STREAM
+from samzapy.output_ids import id_from_headers
 from samzapy.pipeline.testing import PipelineHarness
 from samzapy.testing import MemoryBroker, TaskHarness, distinct_by_id
 
@@ -232,69 +234,179 @@ def test_the_ad_click_join_pipeline_gives_the_task_versions_outputs_ids_bytes_an
     assert len(task_joined) > 50 and len(task_unjoined) > 20
 
 
-def test_the_enrich_pipeline_gives_the_task_versions_records() -> None:
+# ---------------------------------------------------- the table joins, with crash rounds
+
+
+def _feed(
+    records: list[tuple[str, str, Any]], send: Any, commit: Any, crash_and_restart: Any, *, crashes: int
+) -> None:
+    """Send ``records`` one by one (record i at timestamp i + 1); ``crashes`` times on the way:
+    commit, send a few more, kill -9 every task (unacknowledged writes lost), restart from the
+    commit (the records since are processed again, as a backlog)."""
+    step = len(records) // (crashes + 1)
+    for i, (topic, key, value) in enumerate(records):
+        send(topic, key, value, i + 1)
+        if i // step < crashes and i % step == step // 2:
+            commit()
+        elif i // step < crashes and i % step == step - 1:
+            crash_and_restart()
+
+
+def _task_job(
+    task: type, config_file: str, records: list[tuple[str, str, Any]], *, crashes: int
+) -> tuple[MemoryBroker, list[TaskHarness]]:
+    """The task version over one broker (see :func:`_feed`); its harnesses are left open."""
+    broker = MemoryBroker(default_partitions=PARTITIONS)
+    config = load_config(CONFIG / config_file)
+    tasks = [TaskHarness(task, config, partition=p, broker=broker, loopback=True) for p in range(PARTITIONS)]
+
+    def send(topic: str, key: str, value: Any, ts: int) -> None:
+        p = partition_for_key(key.encode(), PARTITIONS)
+        raw = None if value is None else orjson.dumps(value)
+        broker.append(topic, p, key.encode(), raw, timestamp=ts)
+        _settle(tasks)
+
+    def crash_and_restart() -> None:
+        for h in tasks:
+            h.crash()
+        for h in tasks:
+            h.restart()
+        _settle(tasks)
+
+    _feed(records, send, lambda: [h.commit() for h in tasks], crash_and_restart, crashes=crashes)
+    return broker, tasks
+
+
+def _pipeline_job(app: Any, records: list[tuple[str, str, Any]], *, crashes: int) -> PipelineHarness:
+    """The pipeline on the same input, the same crashes (see :func:`_feed`); left open."""
+    h = PipelineHarness(app, partitions=PARTITIONS)
+
+    def crash_and_restart() -> None:
+        h.crash()
+        h.restart()
+
+    _feed(
+        records,
+        lambda t, k, v, ts: h.send(t, k, v, timestamp=ts),
+        h.commit,
+        crash_and_restart,
+        crashes=crashes,
+    )
+    return h
+
+
+def _records(records: list[Any]) -> list[tuple[str | None, bytes | None, bytes | None]]:
+    """Every record sent (re-sent copies too), with its id, in the broker's order."""
+    return [(id_from_headers(r.headers), r.key, r.value) for r in records]
+
+
+def _stores(harnesses: list[TaskHarness], names: list[str]) -> list[list[dict[Any, Any]]]:
+    """Each task's stores, read back decoded with the stores' serdes."""
+    found = []
+    for h in harnesses:
+        task_stores = []
+        for name in names:
+            with h.stores[name].all() as entries:
+                task_stores.append({k: v for k, v in entries})
+        found.append(task_stores)
+    return found
+
+
+def _compare(
+    task: type,
+    config_file: str,
+    app: Any,
+    records: list[tuple[str, str, Any]],
+    outputs: list[str],
+    stores: tuple[list[str], list[str]],
+    *,
+    crashes: int,
+) -> dict[str, list[Any]]:
+    """Run the task version and the pipeline on ``records`` with ``crashes`` crash rounds, assert
+    that they send the same records (ids, keys, values, in the same order, re-sent copies too) to
+    ``outputs`` and end with the same stores (``stores``: the task's names, the pipeline's), and
+    return the task version's outputs."""
+    broker, tasks = _task_job(task, config_file, records, crashes=crashes)
+    h = _pipeline_job(app, records, crashes=crashes)
+    try:
+        sent = {topic: _records(broker.records(topic)) for topic in outputs}
+        for topic in outputs:
+            assert _records(h.records(topic)) == sent[topic], topic
+        assert _stores(h.tasks, stores[1]) == _stores(tasks, stores[0])
+        return sent
+    finally:
+        h.close()
+        for t in tasks:
+            t.close()
+
+
+def _enrich_input(n: int, seed: int = 5) -> list[tuple[str, str, Any]]:
+    rng = random.Random(seed)
+    records: list[tuple[str, str, Any]] = []
+    for i in range(n):
+        user = f"u{rng.randrange(8)}"
+        if rng.random() < 0.2:
+            profile = (
+                None if rng.random() < 0.1 else {"user_id": user, "zip": f"{rng.randrange(10_000, 99_999)}"}
+            )
+            records.append(("profiles", user, profile))
+        else:
+            records.append(("pageviews-by-user", user, {"view_id": f"v{i}", "user_id": user, "ts": i}))
+    return records
+
+
+@pytest.mark.parametrize("crashes", [0, 3])
+def test_the_enrich_pipeline_gives_the_task_versions_outputs_ids_bytes_and_store(crashes: int) -> None:
     from samzapy.jobs.pageview_enrich import PageViewEnrichTask
     from samzapy.jobs.pageview_enrich_pipeline import app
 
-    rng = random.Random(5)
+    sent = _compare(
+        PageViewEnrichTask,
+        "pageview-enrich.properties",
+        app,
+        _enrich_input(300, seed=5 + crashes),
+        ["pageviews-enriched"],
+        (["zip-codes"], ["zip-codes"]),
+        crashes=crashes,
+    )
+    ids = [i for i, _, _ in sent["pageviews-enriched"]]
+    assert len(set(ids)) > 150 and all(i.startswith("enrich:Partition ") for i in ids)
+
+
+def _table_input(n: int, seed: int = 9) -> list[tuple[str, str, Any]]:
+    rng = random.Random(seed)
     records: list[tuple[str, str, Any]] = []
-    for i in range(200):
-        user = f"u{rng.randrange(8)}"
-        if rng.random() < 0.2:
-            records.append(("profiles", user, {"user_id": user, "zip": f"{rng.randrange(10_000, 99_999)}"}))
-        else:
-            records.append(("pageviews-by-user", user, {"view_id": f"v{i}", "user_id": user, "ts": i}))
-    broker, tasks = _run_tasks(PageViewEnrichTask, "pageview-enrich.properties", records)
-    task_out = sorted(r.value for r in distinct_by_id(broker.records("pageviews-enriched")).values())
-    for h in tasks:
-        h.close()
-    with PipelineHarness(app, partitions=PARTITIONS) as h:
-        for topic, key, value in records:
-            h.send(topic, key, value)
-        pipe_out = sorted(r.value for r in distinct_by_id(h.records("pageviews-enriched")).values())
-    assert len(task_out) > 100
-    assert pipe_out == task_out  # the same records (bytes); their ids differ: see the job's docstring
+    for i in range(n):
+        user = f"u{rng.randrange(10)}"
+        topic = rng.choice(["profiles", "settings"])
+        records.append((topic, user, None if rng.random() < 0.1 else {"v": i}))
+    return records
 
 
-def test_the_profile_settings_pipeline_ends_with_the_task_versions_joined_table() -> None:
+@pytest.mark.parametrize("crashes", [0, 3])
+def test_the_profile_settings_pipeline_gives_the_task_versions_changes_ids_bytes_and_stores(
+    crashes: int,
+) -> None:
     from samzapy.jobs.profile_settings_join import ProfileSettingsJoinTask
     from samzapy.jobs.profile_settings_join_pipeline import app
 
-    rng = random.Random(9)
+    sent = _compare(
+        ProfileSettingsJoinTask,
+        "profile-settings-join.properties",
+        app,
+        _table_input(300, seed=9 + crashes),
+        ["user-profile-settings"],
+        (["profiles", "settings", "joined"], ["profiles", "settings", "tt-joined"]),
+        crashes=crashes,
+    )
+    changes = sent["user-profile-settings"]
+    assert sum(v is not None for _, _, v in changes) > 100 and sum(v is None for _, _, v in changes) > 10
+
+
+def _order_input(n: int, seed: int = 13) -> list[tuple[str, str, Any]]:
+    rng = random.Random(seed)
     records: list[tuple[str, str, Any]] = []
-    for i in range(200):
-        user = f"u{rng.randrange(10)}"
-        topic = rng.choice(["profiles", "settings"])
-        value = None if rng.random() < 0.1 else {"v": i}
-        records.append((topic, user, value))
-    broker, tasks = _run_tasks(ProfileSettingsJoinTask, "profile-settings-join.properties", records)
-    task_changes = [(r.key, r.value) for r in broker.records("user-profile-settings")]
-    for h in tasks:
-        h.close()
-    with PipelineHarness(app, partitions=PARTITIONS) as h:
-        for topic, key, value in records:
-            h.send(topic, key, value)
-        pipe_changes = [(r.key, r.value) for r in h.records("user-profile-settings")]
-
-    def table(changes: list[tuple[bytes, bytes | None]]) -> dict[bytes, bytes | None]:
-        return dict(changes)  # the last change per user
-
-    def joined(changes: list[tuple[bytes, bytes | None]]) -> list[tuple[bytes, bytes]]:
-        return [(k, v) for k, v in changes if v is not None]
-
-    assert {k: v for k, v in table(pipe_changes).items() if v} == {
-        k: v for k, v in table(task_changes).items() if v
-    }
-    assert joined(pipe_changes) == joined(task_changes)
-
-
-def test_the_order_customer_pipeline_ends_with_the_task_versions_joined_table() -> None:
-    from samzapy.jobs.order_customer_join import OrderCustomerJoinTask
-    from samzapy.jobs.order_customer_join_pipeline import app
-
-    rng = random.Random(13)
-    records: list[tuple[str, str, Any]] = []
-    for i in range(300):
+    for i in range(n):
         if rng.random() < 0.3:
             customer = f"c{rng.randrange(6)}"
             records.append(("customers", customer, None if rng.random() < 0.1 else {"name": f"n{i}"}))
@@ -302,17 +414,25 @@ def test_the_order_customer_pipeline_ends_with_the_task_versions_joined_table() 
             order = f"o{rng.randrange(25)}"
             value = None if rng.random() < 0.1 else {"customer_id": f"c{rng.randrange(6)}", "amount": i}
             records.append(("orders", order, value))
-    broker, tasks = _run_tasks(OrderCustomerJoinTask, "order-customer-join.properties", records)
-    task_changes = [(r.key, r.value) for r in broker.records("orders-with-customer")]
-    for h in tasks:
-        h.close()
-    with PipelineHarness(app, partitions=PARTITIONS) as h:
-        for topic, key, value in records:
-            h.send(topic, key, value)
-        pipe_changes = [(r.key, r.value) for r in h.records("orders-with-customer")]
-        joined_store = h.store("orders-customers-left")
-    task_table = {k: v for k, v in dict(task_changes).items() if v is not None}
-    pipe_table = {k: v for k, v in dict(pipe_changes).items() if v is not None}
-    assert len(task_table) > 5
-    assert pipe_table == task_table
-    assert joined_store  # the left half's table, restorable like any store
+    return records
+
+
+@pytest.mark.parametrize("crashes", [0, 3])
+def test_the_order_customer_pipeline_gives_the_task_versions_outputs_ids_bytes_and_stores(
+    crashes: int,
+) -> None:
+    from samzapy.jobs.order_customer_join import OrderCustomerJoinTask
+    from samzapy.jobs.order_customer_join_pipeline import app
+
+    task_stores = ["fk-left", "fk-right", "fk-subscriptions", "joined"]
+    pipe_stores = [f"order-customer-{s}" for s in ("left", "right", "subscriptions", "joined")]
+    sent = _compare(
+        OrderCustomerJoinTask,
+        "order-customer-join.properties",
+        app,
+        _order_input(300, seed=13 + crashes),
+        ["orders-with-customer"],
+        (task_stores, pipe_stores),
+        crashes=crashes,
+    )
+    assert sum(v is not None for _, _, v in sent["orders-with-customer"]) > 50
