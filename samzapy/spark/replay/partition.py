@@ -266,7 +266,8 @@ def _process(instance: Any, plan: TaskPlan, servers: str, window_ms: int | None)
             instance.process_records(ssps[run_index], run)
             processed += len(run)
             run = []
-        return instance.coordinator.shutdown_requested
+        requested: bool = instance.coordinator.shutdown_requested
+        return requested
 
     try:
         for index, record in merged_records(plan, servers, consumers):

@@ -10,8 +10,9 @@ order in which the task sent them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from samzapy.output_ids import ID_HEADER
 
@@ -168,5 +169,6 @@ def read_outputs(directory: str | Path, topic: str) -> list[dict[str, Any]]:
             import fastavro
 
             with open(path, "rb") as f:
-                rows.extend(fastavro.reader(f))
+                # records of the rows' schema: dicts (fastavro types a record as any Avro datum)
+                rows.extend(cast("Iterator[dict[str, Any]]", fastavro.reader(f)))
     return rows

@@ -329,16 +329,11 @@ def _largest_range(targets: list[Target], servers: str) -> int:
 
 
 def _in_memory_plan(spark: Any, targets: list[Target], servers: str, handoff: str, staging: str) -> Any:
-    ranges = [
-        (
-            t.store.changelog.stream,
-            t.partition,
-            -1 if t.start is None else t.start,
-            -1 if t.stop is None else t.stop,
-            *t.fence_row(),
-        )
-        for t in targets
-    ]
+    ranges = []
+    for t in targets:
+        assert t.store.changelog is not None  # targets are logged stores (changelog_targets)
+        start, stop = -1 if t.start is None else t.start, -1 if t.stop is None else t.stop
+        ranges.append((t.store.changelog.stream, t.partition, start, stop, *t.fence_row()))
     rows = spark.sparkContext.parallelize(ranges, len(ranges))
     frame = spark.createDataFrame(
         rows,

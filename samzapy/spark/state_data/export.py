@@ -29,7 +29,8 @@ def export_frame(frame: Any, fmt: str, path: str | Path) -> int:
     if fmt == "avro":
         return _write_avro(frame, target)
     getattr(frame.write.mode("overwrite"), fmt)(str(target))
-    return frame.count()
+    count: int = frame.count()
+    return count
 
 
 def avro_schema(struct: Any, name: str = "StateRow") -> dict[str, Any]:

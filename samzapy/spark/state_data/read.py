@@ -189,10 +189,10 @@ def disk_sources(base: Path, store: StoreConfig, partitions: list[int] | None) -
         found = locate(base, store.name)
     except Exception as exc:  # BadInputError: the message names the directory
         raise SparkJobError(str(exc)) from exc
-    chosen = [loc for loc in found if loc.partition is not None]
+    chosen = [(loc.partition, loc.path) for loc in found if loc.partition is not None]
     if partitions is not None:
-        chosen = [loc for loc in chosen if loc.partition in set(partitions)]
-    return [StateSource(store.name, loc.partition, path=str(loc.path.resolve())) for loc in chosen]
+        chosen = [(partition, path) for partition, path in chosen if partition in set(partitions)]
+    return [StateSource(store.name, partition, path=str(path.resolve())) for partition, path in chosen]
 
 
 def raw_frame(

@@ -208,7 +208,8 @@ class _Router:
         for batch in batches:
             names = ("store", "partition", "key_bytes", "value_bytes")
             stores, olds, keys, values = (batch.column(n).to_pylist() for n in names)
-            routed, rules = [], []
+            routed: list[int] = []
+            rules: list[str | None] = []
             for store, key, value in zip(stores, keys, values, strict=True):
                 layout = self.layouts[store]
                 partition_key = layout.partition_key(key, value)
