@@ -114,6 +114,7 @@ class App:
         """A stream of the records of ``topic``.
 
         Args:
+            topic: the Kafka topic to read.
             key: the key serde; ``None`` for records without keys (unkeyed: key_by first
                 before a window or a join).
             value: the value serde (``samzapy.json`` by default).
@@ -149,8 +150,9 @@ class App:
         map_values: Callable[[Any], Any] | None = None,
         bootstrap: bool = False,
     ) -> Table:
-        """A table: the latest value of each key of ``topic`` (a ``None`` value deletes),
-        kept in a store named ``name`` (default: the topic's name).
+        """A table: the latest value of each key of ``topic``, kept in a store.
+
+        A ``None`` value deletes. The store is named ``name`` (default: the topic's name).
 
         ``versioned=history_ms`` keeps every version for that long, so a stream joined with
         it gets the version valid at each record's event time (``timestamp=`` of the table).
@@ -189,8 +191,11 @@ class App:
         value: SerdeLike = json,
         name: str | None = None,
     ) -> GlobalTable:
-        """A table of every partition of ``topic`` in every task (a side input, read to its
-        end before processing starts): join a stream with it by any key (``on=``)."""
+        """A table of every partition of ``topic`` in every task: join a stream with it by any key.
+
+        A side input, read to its end before processing starts; the join's ``on=`` gives the
+        key.
+        """
         where = _caller()
         node = self._add(
             "global_table",
@@ -214,8 +219,10 @@ class App:
 
 
 def _check_window_args(spec: Any, aggregation: Any, where: Where) -> None:
-    """Refuse, at the user's line, a window or aggregation of the wrong kind (swapped, or a
-    function not called: ``samzapy.count`` for ``samzapy.count()``)."""
+    """Refuse, at the user's line, a window or aggregation of the wrong kind.
+
+    Swapped, or a function not called: ``samzapy.count`` for ``samzapy.count()``.
+    """
     for what, value, kind, expected in (
         ("window", spec, WindowSpec, "samzapy.tumbling(...), hopping, session, sliding or count_window"),
         ("aggregation", aggregation, Aggregation, "samzapy.count(), sum, min, max, reduce or aggregate"),
@@ -231,8 +238,11 @@ def _check_window_args(spec: Any, aggregation: Any, where: Where) -> None:
 
 
 class Stream:
-    """A stream of keyed records in a pipeline. Every method adds a stage and returns the
-    stream out of it (``to`` and ``sink`` return the stream they end, for more outputs)."""
+    """A stream of keyed records in a pipeline.
+
+    Every method adds a stage and returns the stream out of it (``to`` and ``sink`` return the
+    stream they end, for more outputs).
+    """
 
     def __init__(self, app: App, node: Node) -> None:
         self.app = app
@@ -249,8 +259,7 @@ class Stream:
         return Stream(self.app, self.app._add(kind, parents or (node,), where, **fields))
 
     def map(self, fn: Callable[..., Any], *, with_key: bool = False) -> Stream:
-        """Each value replaced by ``fn(value)`` (or ``fn(key, value)`` with ``with_key``); the
-        key stays."""
+        """Each value replaced by ``fn(value)`` (or ``fn(key, value)`` with ``with_key``); the key stays."""
         where = _caller()
         _check_fn(fn, "map", where)
         return self._then("map", where, args={"fn": fn, "with_key": with_key})
@@ -275,14 +284,17 @@ class Stream:
         key: SerdeLike = string,
         idle_timeout: int = 0,
     ) -> Stream:
-        """Re-key each record by ``fn(value)``. The records move to the task of their new key
-        through an intermediate topic (``<job>-<name>``) that the same job reads, so windows
-        and joins after it see all of a key's records. ``name`` names the topic and the stage's
-        store; give one to keep them when the pipeline changes.
+        """Re-key each record by ``fn(value)``.
+
+        The records move to the task of their new key through an intermediate topic
+        (``<job>-<name>``) that the same job reads, so windows and joins after it see all of a
+        key's records. ``name`` names the topic and the stage's store; give one to keep them
+        when the pipeline changes.
 
         ``idle_timeout=ms``: a task that has read nothing for that long (processing time) says
         so downstream, so that windows close without it until its next record (the
-        repartition task's ``window.idle.timeout.ms``)."""
+        repartition task's ``window.idle.timeout.ms``).
+        """
         where = _caller()
         _check_fn(fn, "key_by", where)
         if not isinstance(idle_timeout, int) or idle_timeout < 0:
@@ -301,13 +313,16 @@ class Stream:
     partition_by = key_by
 
     def merge(self, *others: Stream) -> Stream:
-        """One stream of this stream's records and the others' (between streams, in the order
-        the task takes its inputs: ``task.input.order``, by record timestamp by default).
+        """One stream of this stream's records and the others'.
+
+        Between streams, records come in the order the task takes its inputs:
+        ``task.input.order``, by record timestamp by default.
 
         The streams may come from topics with different partition counts; a stage that keeps
         state per key after the merge (``window``, ``join``, ``dedup``, ``process`` with
         stores) is then refused, naming the merge, unless a ``key_by`` comes between them:
-        a key would be in different tasks."""
+        a key would be in different tasks.
+        """
         where = _caller()
         streams = (self, *others)
         for s in others:
@@ -325,8 +340,10 @@ class Stream:
         )
 
     def branch(self, *predicates: Callable[[Any], bool]) -> tuple[Stream, ...]:
-        """One stream per predicate: a record goes to the first branch whose predicate holds
-        (to none when none does)."""
+        """One stream per predicate.
+
+        A record goes to the first branch whose predicate holds (to none when none does).
+        """
         where = _caller()
         for fn in predicates:
             _check_fn(fn, "branch", where)
@@ -402,9 +419,11 @@ class Stream:
         retention: int = 86_400_000,
         name: str | None = None,
     ) -> Stream:
-        """Join with a table (the table's value for each record's key), a global table (the
-        value for ``on(value)``) or another stream (records of the same key at most
-        ``within`` ms apart; ``within=(before, after)`` for an asymmetric bound).
+        """Join with a table, a global table or another stream.
+
+        With a table: the table's value for each record's key; a global table: the value for
+        ``on(value)``; another stream: records of the same key at most ``within`` ms apart
+        (``within=(before, after)`` for an asymmetric bound).
 
         ``joiner(left, right)`` makes the joined value (default: a pair ``[left, right]``);
         ``kind`` is ``inner`` or ``left`` (and ``outer`` for two streams).
@@ -461,17 +480,22 @@ class Stream:
         )
 
     def dedup(self, id_fn: Callable[[Any], Any], *, within: int, name: str | None = None) -> Stream:
-        """Drop records whose ``id_fn(value)`` was seen in the last ``within`` ms of event
-        time (per key: put ``key_by`` before it to dedup across keys)."""
+        """Drop records whose ``id_fn(value)`` was seen in the last ``within`` ms of event time.
+
+        Per key: put ``key_by`` before it to dedup across keys.
+        """
         where = _caller()
         _check_fn(id_fn, "dedup", where)
         _check_copartitioned((self,), "dedup", where, require_keys=False)
         return self._then("dedup", where, name=name, args={"fn": id_fn, "within": within})
 
     def process(self, fn: Callable[[Any, Any], Any], *, stores: Iterable[StoreSpec | str] = ()) -> Stream:
-        """The escape hatch: ``fn(record, ctx)`` for each record, with ``record.key``,
-        ``record.value``, ``record.timestamp``, ``ctx.stores[name]`` (the stores named here,
-        kept and restored like any other) and ``ctx.emit(value, key=...)`` to send records on."""
+        """The escape hatch: ``fn(record, ctx)`` for each record.
+
+        ``fn`` sees ``record.key``, ``record.value``, ``record.timestamp``, ``ctx.stores[name]``
+        (the stores named here, kept and restored like any other) and ``ctx.emit(value,
+        key=...)`` to send records on.
+        """
         where = _caller()
         _check_fn(fn, "process", where)
         specs = tuple(s if isinstance(s, StoreSpec) else StoreSpec(s) for s in stores)
@@ -480,8 +504,7 @@ class Stream:
         return self._then("process", where, args={"fn": fn, "stores": specs})
 
     def to(self, topic: str, *, key: SerdeLike | None = None, value: SerdeLike | None = None) -> Stream:
-        """Send every record to ``topic`` (created when missing), with the stream's serdes
-        unless given."""
+        """Send every record to ``topic`` (created when missing), with the stream's serdes unless given."""
         where = _caller()
         value_serde = serde_name(value, "value", where) or self.node.value_serde
         _check_value_serde(self.node, value_serde, topic, where)
@@ -496,8 +519,10 @@ class Stream:
         )
 
     def sink(self, fn: Callable[[Any, Any], Any]) -> Stream:
-        """Call ``fn(key, value)`` for every record (e.g. to write to a database). Called again
-        for records re-processed after a crash: make it idempotent."""
+        """Call ``fn(key, value)`` for every record (e.g. to write to a database).
+
+        Called again for records re-processed after a crash: make it idempotent.
+        """
         where = _caller()
         _check_fn(fn, "sink", where)
         return self._then("sink", where, args={"fn": fn})

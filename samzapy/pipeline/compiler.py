@@ -98,10 +98,12 @@ class Plan:
         return render(self, source_name, app_spec)
 
     def signature(self) -> dict[str, Any]:
-        """What existing state depends on: every stateful stage in order (kind, name, its
-        stores, key and value serdes), the intermediate topics and their key serdes. A run is
-        refused when this changes in a way that orphans or misreads state
-        (:mod:`samzapy.pipeline.plan_check`)."""
+        """What existing state depends on.
+
+        Every stateful stage in order (kind, name, its stores, key and value serdes), the
+        intermediate topics and their key serdes. A run is refused when this changes in a way
+        that orphans or misreads state (:mod:`samzapy.pipeline.plan_check`).
+        """
         steps = []
         for node in self.app.nodes:
             if node.kind not in _STATEFUL:
@@ -126,8 +128,11 @@ class Plan:
 
 
 def code_digest(fn: Any) -> str | None:
-    """A digest of a function's code (bytecode, constants, names): a changed key function of a
-    ``key_by`` moves keys to other tasks, so the plan check compares it."""
+    """A digest of a function's code (bytecode, constants, names).
+
+    A changed key function of a ``key_by`` moves keys to other tasks, so the plan check compares
+    it.
+    """
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
@@ -393,8 +398,10 @@ def render(plan: Plan, source_name: str, app_spec: str | None) -> list[Property]
 
 
 def _serde_registry(props: list[Property]) -> None:
-    """Add the registry entry of each serde given as a class or object
-    (:mod:`samzapy.pipeline.serde_objects`), located at the first stage that uses it."""
+    """Add the registry entry of each serde given as a class or object.
+
+    See :mod:`samzapy.pipeline.serde_objects`; each is located at the first stage that uses it.
+    """
     first: dict[str, Property] = {}
     for prop in props:
         if prop.key.endswith((".key.serde", ".msg.serde")):

@@ -1,6 +1,9 @@
-"""The join stages of a pipeline: a stream with a table (by processing time, or by event time
-with a versioned table), with a global table, two tables, and two streams within a time bound;
-each delegates to its operator in :mod:`samzapy.operators`."""
+"""The join stages of a pipeline.
+
+A stream with a table (by processing time, or by event time with a versioned table), with a
+global table, two tables, and two streams within a time bound; each delegates to its operator in
+:mod:`samzapy.operators`.
+"""
 
 from __future__ import annotations
 
@@ -56,9 +59,10 @@ class LookupStage(Stage):
 
 
 class InputIds:
-    """The output ids of a stream-table join stage: ``<stage name>:<origin>``, as
-    :mod:`samzapy.jobs.pageview_enrich` names its records ``enrich:<origin>`` (a stage named
-    ``enrich`` gives the task's ids).
+    """The output ids of a stream-table join stage.
+
+    ``<stage name>:<origin>``, as :mod:`samzapy.jobs.pageview_enrich` names its records
+    ``enrich:<origin>`` (a stage named ``enrich`` gives the task's ids).
 
     The origin is the record's id when it already has one (after a window or a join), else
     the input's own ``samzapy.id`` (an upstream job's, or the sending task's of a ``key_by``), else
@@ -90,9 +94,11 @@ class InputIds:
 
 
 class TableValues:
-    """A table's store as its readers see it: the values, whether the table root keeps them as
-    they are or a table-table join keeps them as ``{"offset", "value"}`` entries (decided when
-    the stages are built, after the readers)."""
+    """A table's store as its readers see it.
+
+    The values, whether the table root keeps them as they are or a table-table join keeps them
+    as ``{"offset", "value"}`` entries (decided when the stages are built, after the readers).
+    """
 
     def __init__(self, root: Any) -> None:
         self.root = root
@@ -106,9 +112,11 @@ class TableValues:
 
 
 class StreamTableStage(Stage):
-    """A stream joined with a table by processing time (the table's current value), as
-    :mod:`samzapy.jobs.pageview_enrich` joins (:class:`~samzapy.operators.StreamTableJoin`);
-    results are named by :class:`InputIds`."""
+    """A stream joined with a table by processing time (the table's current value).
+
+    As :mod:`samzapy.jobs.pageview_enrich` joins (:class:`~samzapy.operators.StreamTableJoin`);
+    results are named by :class:`InputIds`.
+    """
 
     def __init__(self, task: PipelineTask, node: Node, table: Any) -> None:
         super().__init__(task, node)
@@ -133,10 +141,12 @@ class StreamTableStage(Stage):
 
 
 class TemporalJoinStage(Stage):
-    """A stream joined with a versioned table by event time: each record with the table's
-    version valid at its time, released once the table has passed it
-    (:class:`~samzapy.operators.temporal_join.EventTimeStreamTableJoin`); results are named
-    by :class:`InputIds`, whatever the time they are released."""
+    """A stream joined with a versioned table by event time.
+
+    Each record with the table's version valid at its time, released once the table has passed
+    it (:class:`~samzapy.operators.temporal_join.EventTimeStreamTableJoin`); results are named
+    by :class:`InputIds`, whatever the time they are released.
+    """
 
     def __init__(self, task: PipelineTask, node: Node, table: Any, buffer: Any, key_serde: Any) -> None:
         super().__init__(task, node)
@@ -182,15 +192,17 @@ def join_values(stage: Stage, key: Any, left: Any, right: Any) -> Any:
 
 
 class TableTableStage(Stage):
-    """Two tables joined, as :mod:`samzapy.jobs.profile_settings_join` joins them
-    (:class:`~samzapy.operators.TableTableJoin`, which writes the tables' stores).
+    """Two tables joined, as :mod:`samzapy.jobs.profile_settings_join` joins them.
+
+    With :class:`~samzapy.operators.TableTableJoin`, which writes the tables' stores.
 
     Each side's store keeps ``{"offset", "value"}`` (the input offset of the version); every
     change of either side pushes the key's whole joined value (``None``: no joined record, also
     when it had none before) with the id ``<stage name>:<stream>:<partition>:<offset>:<left
     offset>:<right offset>``, and keeps it in the joined store: the same id always carries the
     same bytes, whichever versions met, and the last change per key is the joined table, also
-    after a crashed run sent changes its rerun does not."""
+    after a crashed run sent changes its rerun does not.
+    """
 
     def __init__(self, task: PipelineTask, node: Node, left: Any, right: Any, joined: Any) -> None:
         super().__init__(task, node)
@@ -218,11 +230,13 @@ def _value(entry: dict | None) -> Any:
 
 
 class StreamJoinStage(Clock):
-    """Two streams joined within a time bound (:class:`~samzapy.operators.StreamStreamJoin`), as
-    :mod:`samzapy.jobs.ad_click_join` joins clicks to impressions: the event time (minimum
+    """Two streams joined within a time bound (:class:`~samzapy.operators.StreamStreamJoin`).
+
+    As :mod:`samzapy.jobs.ad_click_join` joins clicks to impressions: the event time (minimum
     progress of the inputs minus ``grace``) is in the ``-time`` store and moves after each
     record; with ``once``, a :class:`~samzapy.operators.JoinRegistry` in the same store decides
-    each left record at most once."""
+    each left record at most once.
+    """
 
     def __init__(self, task: PipelineTask, node: Node, stores: list[Any], key_serde: Any) -> None:
         super().__init__(task, node)
@@ -281,8 +295,10 @@ class StreamJoinStage(Clock):
         self._results(add(kb, ts, value, record_id))
 
     def tick(self) -> None:
-        """Expire closed records (unmatched ones of left/outer joins are pushed); collect the
-        registry's old entries."""
+        """Expire closed records (unmatched ones of left/outer joins are pushed).
+
+        Collect the registry's old entries.
+        """
         self._results(self.join.expire())
         if self.registry is not None:
             self.registry.gc()
@@ -311,8 +327,9 @@ class JoinSide(Stage):
 
 
 class ForeignKeyStage(Stage):
-    """Two tables joined through a foreign key (:mod:`samzapy.operators.fk_join`, as
-    :mod:`samzapy.jobs.order_customer_join` runs it): the left half keeps the left table and
+    """Two tables joined through a foreign key (:mod:`samzapy.operators.fk_join`).
+
+    As :mod:`samzapy.jobs.order_customer_join` runs it: the left half keeps the left table and
     sends subscriptions to the right key's task, the right half keeps the right table and the
     subscriptions and answers them; both halves run in every task, talking through the
     subscription and response topics. Versions are input offsets, as in the task; every joined
@@ -322,7 +339,8 @@ class ForeignKeyStage(Stage):
     (their topics carry the app's name too): a response is ``fkr:<origin>:...``
     (:meth:`~samzapy.operators.ForeignKeyRight.response_id`), a joined change resolved from one
     ``<task>:<name>-responses:<offset>:0``, what a left update sends the container's id; so a
-    stage named as the task's topics' prefix (``order-customer``) gives the task's ids."""
+    stage named as the task's topics' prefix (``order-customer``) gives the task's ids.
+    """
 
     def __init__(
         self,

@@ -1,5 +1,6 @@
-"""The recorded plan: a pipeline's stateful steps as they were when it last ran, and the check
-that refuses a run whose plan would orphan or misread that state.
+r"""The recorded plan: a pipeline's stateful steps as they were when it last ran.
+
+And the check that refuses a run whose plan would orphan or misread that state.
 
 What is compared is :meth:`samzapy.pipeline.compiler.Plan.signature`: each stateful step's kind,
 name, stores, key and value serdes, window and aggregation, the topic of a ``key_by`` and a
@@ -20,7 +21,7 @@ see the same plan. The topic is written before the tasks start, so the first run
 >>> differences(old, old)
 []
 >>> new = {"job": "j", "steps": [{"kind": "window", "name": "w2", "stores": ["w2"], "key": "string"}]}
->>> print(differences(old, new)[0].replace("; ", ";\\n"))
+>>> print(differences(old, new)[0].replace("; ", ";\n"))
 window 'w' is gone (its store w would be orphaned);
 the new plan has window 'w2' in its place: if it is the same step renamed, give it name='w' to keep its state
 """
@@ -47,8 +48,10 @@ def plan_topic(job_name: str, job_id: str) -> str:
 
 
 def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """What in ``current`` would orphan or misread the state of ``recorded`` (empty: the run
-    may go on); added steps are not differences."""
+    """What in ``current`` would orphan or misread the state of ``recorded`` (empty: the run may go on).
+
+    Added steps are not differences.
+    """
     now = {s["name"]: (i, s) for i, s in enumerate(current["steps"])}
     problems = []
     for position, old in enumerate(recorded["steps"]):
@@ -128,9 +131,11 @@ class KafkaPlanRecord:
 
 
 def check_and_record(record: Any, signature: dict[str, Any], *, accept: bool) -> list[str]:
-    """Compare ``signature`` with what ``record`` holds; raise :func:`refusal` on differences
-    unless ``accept``; record the new plan when it is new or changed. Returns the differences
-    accepted (empty when none)."""
+    """Compare ``signature`` with what ``record`` holds.
+
+    Raise :func:`refusal` on differences unless ``accept``; record the new plan when it is new
+    or changed. Returns the differences accepted (empty when none).
+    """
     recorded = record.read()
     if recorded is None:
         record.write(signature)

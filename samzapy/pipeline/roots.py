@@ -1,6 +1,9 @@
-"""The roots of a pipeline's stages in a task (the stages that read a topic: a source, a table,
-the receiving half of a ``key_by``) and the sending half of a ``key_by``: where event time
-enters, as in :mod:`samzapy.jobs.pageview_repartition` and :mod:`samzapy.jobs.pageview_counter`."""
+"""The roots of a pipeline's stages in a task and the sending half of a ``key_by``.
+
+The roots are the stages that read a topic: a source, a table, the receiving half of a
+``key_by``. They are where event time enters, as in :mod:`samzapy.jobs.pageview_repartition` and
+:mod:`samzapy.jobs.pageview_counter`.
+"""
 
 from __future__ import annotations
 
@@ -34,9 +37,12 @@ TIME_HEADER = "samzapy.time"
 
 
 class KeyBySend(Clock):
-    """The sending half of ``key_by``: re-keys each record into the intermediate topic with
-    its lineage and event time, and broadcasts its progress to every partition (as
-    :class:`samzapy.jobs.pageview_repartition.EventTimeRepartitionTask`)."""
+    """The sending half of ``key_by``.
+
+    Re-keys each record into the intermediate topic with its lineage and event time, and
+    broadcasts its progress to every partition (as
+    :class:`samzapy.jobs.pageview_repartition.EventTimeRepartitionTask`).
+    """
 
     def __init__(self, task: PipelineTask, node: Node, store: Any, topic: str, partitions: int) -> None:
         super().__init__(task, node)
@@ -50,8 +56,10 @@ class KeyBySend(Clock):
         self.said_idle = False
 
     def before(self, root: Any, source: str, ts: int, lineage: Lineage | None) -> None:
-        """Every record read moves the progress (filtered ones too); the records sent carry
-        the progress before it."""
+        """Every record read moves the progress (filtered ones too).
+
+        The records sent carry the progress before it.
+        """
         self.before_progress = self.progress.current
         self.progress.advance_to(ts)
         if self.idle_after_s:  # the clock is read per record only when an idle timeout is set
@@ -169,8 +177,10 @@ class Root:
 
 
 class TableRoot(Root):
-    """An ``app.table``: writes the table store (unless a table-table join does), tells the
-    joins reading it."""
+    """An ``app.table``: writes the table store and tells the joins reading it.
+
+    The store is written unless a table-table join does.
+    """
 
     def __init__(self, task: PipelineTask, node: Node, topic: str, store: Any, versioned: Any) -> None:
         super().__init__(task, node, topic)
@@ -199,9 +209,11 @@ class TableRoot(Root):
             child.push(key, value, ts, None)
 
     def control(self, envelope: Any, kind: bytes, source: str | None, watermark: int) -> None:
-        """A control record of the table's topic: to its clocks, and its end to the joins
-        reading it (a versioned table's end releases the records waiting for its progress,
-        also in a partition that received no update at all)."""
+        """A control record of the table's topic.
+
+        To its clocks, and its end to the joins reading it (a versioned table's end releases the
+        records waiting for its progress, also in a partition that received no update at all).
+        """
         super().control(envelope, kind, source, watermark)
         if kind == END_OF_STREAM:
             for reader in self.readers:
@@ -209,8 +221,10 @@ class TableRoot(Root):
 
 
 class KeyByReceive(Root):
-    """The receiving half of ``key_by``: drops re-sent records by lineage sequence, then
-    hands each record on with its lineage."""
+    """The receiving half of ``key_by``.
+
+    Drops re-sent records by lineage sequence, then hands each record on with its lineage.
+    """
 
     def __init__(self, task: PipelineTask, node: Node, topic: str, store: Any, upstream: int) -> None:
         super().__init__(task, node, topic)

@@ -1,5 +1,8 @@
-"""Tables in a pipeline: :class:`Table` (the latest value of each key of a topic, and the
-table-table and foreign-key joins) and :class:`GlobalTable` (a side input every task holds)."""
+"""Tables in a pipeline: :class:`Table` and :class:`GlobalTable`.
+
+:class:`Table` is the latest value of each key of a topic, with the table-table and foreign-key
+joins; :class:`GlobalTable` is a side input every task holds.
+"""
 
 from __future__ import annotations
 
@@ -37,8 +40,9 @@ class Table:
         name: str | None = None,
         with_key: bool = False,
     ) -> Table:
-        """The table-table join: a joined value per key, updated (or deleted) on every change
-        of either side; ``kind`` is ``inner``, ``left`` or ``outer``.
+        """The table-table join: a joined value per key, updated (or deleted) on every change of either side.
+
+        ``kind`` is ``inner``, ``left`` or ``outer``.
 
         With ``foreign_key=fn``, the foreign-key join (Kafka Streams' KIP-213): each row of
         this table joins the row of ``other`` whose key is ``fn(value)``; the tables need not
@@ -48,7 +52,8 @@ class Table:
         ``joiner(left, right)`` makes the joined value (``joiner(key, left, right)`` with
         ``with_key=True``); the joined table is kept in the store ``<name>-joined``. Output ids
         are named after the stage (``name``): see docs/pipelines.md, "Ids and stores of the
-        joins"."""
+        joins".
+        """
         where = _caller()
         if with_key and joiner is None:
             msg = f"{where}: join(..., with_key=True) needs a joiner(key, left, right)"

@@ -1,5 +1,7 @@
-"""The one task class every pipeline runs: it builds the stages of its plan over its stores and
-hands each input record to the root of the topic it came from.
+"""The one task class every pipeline runs.
+
+It builds the stages of its plan over its stores and hands each input record to the root of the
+topic it came from.
 
 ``task.class=samzapy.pipeline.task:PipelineTask`` and the application key ``pipeline.app``
 (the app's file or ``module:attribute``) are what :meth:`samzapy.pipeline.compiler.Plan.properties`
@@ -254,8 +256,10 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
 
     # ------------------------------------------------------------------ running
     def position_id(self) -> str:
-        """A deterministic id of the record being processed (its input and place in it), unique
-        in the job: the partition is part of it, as every task reads the same offsets."""
+        """A deterministic id of the record being processed (its input and place in it), unique in the job.
+
+        The partition is part of it, as every task reads the same offsets.
+        """
         env = self.envelope
         self._seq += 1
         return f"{env.stream}:{env.partition}:{env.offset}:{self._seq - 1}"
