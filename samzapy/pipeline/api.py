@@ -325,7 +325,8 @@ class Stream:
         """
         where = _caller()
         streams = (self, *others)
-        for s in others:
+        given: tuple[object, ...] = others  # user code is not type-checked: anything may come
+        for s in given:
             if not isinstance(s, Stream):
                 msg = f"{where}: merge() takes streams, got {type(s).__name__} {s!r}"
                 raise PipelineError(msg)

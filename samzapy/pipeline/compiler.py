@@ -91,7 +91,8 @@ class Plan:
         """The topic a root node (source, table, key_by) is read from."""
         if node.kind == "key_by":
             return self.intermediates[node.id]
-        return node.args["topic"]
+        topic: str = node.args["topic"]
+        return topic
 
     def properties(self, source_name: str, app_spec: str | None = None) -> list[Property]:
         """The job configuration of the plan, each key at the user's line that caused it."""
@@ -256,7 +257,13 @@ def _root_name(node: Node, names: dict[int, str]) -> str:
     return str(current.args.get("topic", current.kind))
 
 
-def _check_topics(app: App, sources: dict, side: dict, intermediates: dict, outputs: dict) -> None:
+def _check_topics(
+    app: App,
+    sources: dict[str, Node],
+    side: dict[str, Node],
+    intermediates: dict[int, str],
+    outputs: dict[str, Node],
+) -> None:
     for topic, node in outputs.items():
         if topic in sources or topic in intermediates.values():
             msg = (

@@ -55,7 +55,8 @@ def _detail(plan: Plan, node: Node) -> str:
         agg = args["aggregation"].kind
         return f"{name}: {args['spec']!r} {agg}, grace {args['grace']} ms, emit {args['emit']}"
     if kind == "to":
-        return args["topic"]
+        topic: str = args["topic"]
+        return topic
     if kind == "fk_join":
         subscriptions, responses = plan.fk_topics[node.id]
         return f"{name}: {args['kind']} by {_fn(args['foreign_key'])} via {subscriptions}, {responses}"

@@ -179,7 +179,7 @@ class TemporalJoinStage(Stage):
                 self.emit(key, result.value, result.time_ms, self.ids.of(result.ref.decode()))
 
 
-def _version(entry: dict | None) -> str:
+def _version(entry: dict[str, Any] | None) -> str:
     return "-" if entry is None else str(entry["offset"])
 
 
@@ -225,7 +225,7 @@ class TableTableStage(Stage):
         self.emit(key, joined, ts, f"{self.prefix}:{env.stream}:{env.partition}:{env.offset}:{versions}")
 
 
-def _value(entry: dict | None) -> Any:
+def _value(entry: dict[str, Any] | None) -> Any:
     return None if entry is None else entry["value"]
 
 

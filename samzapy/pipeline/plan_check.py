@@ -71,7 +71,13 @@ def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _gone(old: dict[str, Any], position: int, recorded: dict, current: dict, now: dict) -> str:
+def _gone(
+    old: dict[str, Any],
+    position: int,
+    recorded: dict[str, Any],
+    current: dict[str, Any],
+    now: dict[str, tuple[int, dict[str, Any]]],
+) -> str:
     stores = ", ".join(old["stores"])
     known = {s["name"] for s in recorded["steps"]}
     same_place = current["steps"][position] if position < len(current["steps"]) else None

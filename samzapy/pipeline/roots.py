@@ -168,7 +168,8 @@ class Root:
                 clock.after(self, self.topic, ts, None)
 
     def _time(self, value: Any) -> int:
-        return call_user(self, self.ts_fn, value)  # type: ignore[arg-type]
+        event_ms: int = call_user(self, self.ts_fn, value)  # type: ignore[arg-type]
+        return event_ms
 
     def control(self, envelope: Any, kind: bytes, source: str | None, watermark: int) -> None:
         """A control record of the topic (its source is the topic)."""

@@ -44,7 +44,15 @@ from samzapy.pipeline.window_stage import WindowStage
 from samzapy.serdes import BUILTIN_SERDES
 from samzapy.stores.versioned import VersionedStore
 from samzapy.streams import SystemStream
-from samzapy.task import ClosableTask, InitableTask, StreamTask, WindowableTask
+from samzapy.task import (
+    ClosableTask,
+    IncomingMessageEnvelope,
+    InitableTask,
+    MessageCollector,
+    StreamTask,
+    TaskCoordinator,
+    WindowableTask,
+)
 
 _SIMPLE = {
     "map": MapStage,
@@ -98,7 +106,7 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
         return factory()
 
     def _partitions(self, topic: str) -> int:
-        count = self.context.stream(SystemStream("kafka", topic)).partitions
+        count: int | None = self.context.stream(SystemStream("kafka", topic)).partitions
         if count is None:
             msg = (
                 f"the partition count of intermediate topic '{topic}' is not known: run the app "
@@ -159,6 +167,7 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
             store = self._store(stores[0]) if stores else None  # none: a foreign-key join keeps it
             versioned = None
             if node.args.get("versioned") is not None:
+                assert store is not None  # a versioned table has its store (compiler: versioned-table)
                 versioned = VersionedStore(store, node.args["versioned"])
             root = TableRoot(self, node, node.args["topic"], store, versioned)
             tables[node.id] = root
@@ -267,9 +276,12 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
     def sequence(self) -> int:
         """A lineage sequence number, increasing within the task's input partition."""
         self._seq += 1
-        return self.envelope.offset * (1 << 20) + self._seq - 1
+        offset: int = self.envelope.offset
+        return offset * (1 << 20) + self._seq - 1
 
-    def process(self, envelope, collector, coordinator) -> None:
+    def process(
+        self, envelope: IncomingMessageEnvelope, collector: MessageCollector, coordinator: TaskCoordinator
+    ) -> None:
         """Hand the record to the roots of its topic."""
         self.collector = collector
         self.envelope = envelope
@@ -283,7 +295,7 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
         for root in roots:
             root.receive(envelope)
 
-    def window(self, collector, coordinator) -> None:
+    def window(self, collector: MessageCollector, coordinator: TaskCoordinator) -> None:
         """Periodic work of every stage: key_by progress, closed windows, expired joins."""
         self.collector = collector
         for sender in self._senders.values():
