@@ -24,16 +24,59 @@ from samzapy.operators.event_time import (
     EventTime,
     Lineage,
 )
+from samzapy.operators.fk_join import state_layouts as fk_layouts
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
+from samzapy.operators.temporal_layout import TemporalBufferLayout
 from samzapy.output_ids import id_from_headers
 from samzapy.pipeline.api import Node
 from samzapy.pipeline.graph import _key_of_record
 from samzapy.pipeline.stages import Clock, Stage, call_user
+from samzapy.serdes import BUILTIN_SERDES
 from samzapy.streams import SystemStream
 from samzapy.task import OutgoingMessageEnvelope
 
 if TYPE_CHECKING:
     from samzapy.pipeline.task import PipelineTask
+
+#: Why a reshard refuses a pipeline with a foreign-key join (as the task version's
+#: :data:`samzapy.jobs.order_customer_join.RESHARD_REFUSAL`).
+FK_RESHARD_REFUSAL = (
+    "the pipeline's foreign-key join keeps its left input's offsets as versions: under a new "
+    "partition count a left key's next update arrives at an offset of another partition, which "
+    "can be below its stored version. Start the pipeline afresh on the new partition count "
+    "(a new app name: new changelogs and checkpoints)"
+)
+
+
+def join_state_layouts(plan: Any) -> dict[str, Any]:
+    """How the join stages' stores read as data (:mod:`samzapy.operators.state_layout`).
+
+    The layouts of the operators the task versions declare: a foreign-key join's subscriptions
+    (:func:`samzapy.operators.fk_join.state_layouts`) and an event-time stream-table join's
+    waiting records (:class:`~samzapy.operators.temporal_layout.TemporalBufferLayout`); the
+    tables and joined stores are key-value, versioned tables found by their config.
+    """
+    layouts: dict[str, Any] = {}
+    for store in plan.stores.values():
+        if store.role == "fk-subscriptions":
+            left, right = plan.app.nodes[store.node].parents
+            layouts.update(
+                fk_layouts(
+                    store.name,
+                    key_serde=_builtin_serde(left.key_serde),
+                    foreign_key_serde=_builtin_serde(right.key_serde),
+                    reshard_refusal=FK_RESHARD_REFUSAL,
+                )
+            )
+        elif store.role == "join-buffer":
+            layouts[store.name] = TemporalBufferLayout()
+    return layouts
+
+
+def _builtin_serde(name: str | None) -> Any:
+    factory = BUILTIN_SERDES.get(name or "string")
+    return None if factory is None else factory()
+
 
 #: The join registry's namespace in a stream-stream join's ``-time`` store (as the ad-click
 #: join task's in its ``join-state``).

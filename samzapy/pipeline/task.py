@@ -25,6 +25,7 @@ from samzapy.pipeline.join_stages import (
     StreamTableStage,
     TableTableStage,
     TemporalJoinStage,
+    join_state_layouts,
 )
 from samzapy.pipeline.loader import load_app
 from samzapy.pipeline.roots import ForeignKeyRoot, KeyByReceive, KeyBySend, Root, TableRoot
@@ -71,6 +72,17 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
     plan: Plan | None = None
     #: Processing time in seconds (a key_by's idle timeout); the harness gives its wall clock.
     clock: Callable[[], float] = staticmethod(time.monotonic)
+
+    @classmethod
+    def state_layouts(cls, config: Any) -> dict[str, Any]:
+        """How the stores read as data (:mod:`samzapy.operators.state_layout`).
+
+        The join stages' as their task versions' (:func:`samzapy.pipeline.join_stages.join_state_layouts`).
+        """
+        plan = cls.plan
+        if plan is None:
+            plan = load_app(config.get_str(APP_KEY), config.location(APP_KEY)).plan()
+        return join_state_layouts(plan)
 
     def init(self, context: Any) -> None:
         """Load the plan, build the stages over the task's stores, wire roots and clocks."""

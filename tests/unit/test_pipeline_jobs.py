@@ -11,12 +11,14 @@ from typing import Any
 import orjson
 import pytest
 
-from samzapy.config import load_config
+from samzapy.config import load_config, parse_job_config
 from samzapy.jobs.pageview_counter import PageViewCounterTask
 from samzapy.jobs.pageview_repartition import PageViewRepartitionTask
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.operators.event_time import CONTROL_HEADER, END_OF_STREAM
+from samzapy.operators.state_layout import layout_for
 from samzapy.output_ids import id_from_headers
+from samzapy.pipeline.compiler import APP_KEY
 from samzapy.pipeline.testing import PipelineHarness
 from samzapy.testing import MemoryBroker, TaskHarness, distinct_by_id
 
@@ -312,6 +314,18 @@ def _stores(harnesses: list[TaskHarness], names: list[str]) -> list[list[dict[An
     return found
 
 
+def _rows(config: Any, store: str, harnesses: list[TaskHarness]) -> list[list[dict[str, Any]]]:
+    """Each task's entries of ``store`` as read_state shows them (the job's layout of the store)."""
+    job = parse_job_config(config)
+    layout = layout_for(config, job, job.stores[store])
+    rows = []
+    for h in harnesses:
+        h.stores[store].flush()  # the cache's dirty entries into the bytes underneath
+        with h.stores[store].raw.all() as entries:
+            rows.append([layout.decode(k, v) for k, v in entries])
+    return rows
+
+
 def _compare(
     task: type,
     config_file: str,
@@ -321,11 +335,13 @@ def _compare(
     stores: tuple[list[str], list[str]],
     *,
     crashes: int,
+    app_spec: str | None = None,
 ) -> dict[str, list[Any]]:
     """Run the task version and the pipeline on ``records`` with ``crashes`` crash rounds, assert
     that they send the same records (ids, keys, values, in the same order, re-sent copies too) to
-    ``outputs`` and end with the same stores (``stores``: the task's names, the pipeline's), and
-    return the task version's outputs."""
+    ``outputs`` and end with the same stores (``stores``: the task's names, the pipeline's), also
+    read as data through their layouts (read_state's rows; the pipeline's config loads its app
+    from ``app_spec``), and return the task version's outputs."""
     broker, tasks = _task_job(task, config_file, records, crashes=crashes)
     h = _pipeline_job(app, records, crashes=crashes)
     try:
@@ -333,6 +349,11 @@ def _compare(
         for topic in outputs:
             assert _records(h.records(topic)) == sent[topic], topic
         assert _stores(h.tasks, stores[1]) == _stores(tasks, stores[0])
+        if app_spec is not None:
+            pipe_config = h.config.with_overrides({APP_KEY: app_spec})
+            task_config = load_config(CONFIG / config_file)
+            for task_store, pipe_store in zip(*stores, strict=True):
+                assert _rows(pipe_config, pipe_store, h.tasks) == _rows(task_config, task_store, tasks)
         return sent
     finally:
         h.close()
@@ -368,6 +389,7 @@ def test_the_enrich_pipeline_gives_the_task_versions_outputs_ids_bytes_and_store
         ["pageviews-enriched"],
         (["zip-codes"], ["zip-codes"]),
         crashes=crashes,
+        app_spec="samzapy.jobs.pageview_enrich_pipeline:app",
     )
     ids = [i for i, _, _ in sent["pageviews-enriched"]]
     assert len(set(ids)) > 150 and all(i.startswith("enrich:Partition ") for i in ids)
@@ -398,6 +420,7 @@ def test_the_profile_settings_pipeline_gives_the_task_versions_changes_ids_bytes
         ["user-profile-settings"],
         (["profiles", "settings", "joined"], ["profiles", "settings", "tt-joined"]),
         crashes=crashes,
+        app_spec="samzapy.jobs.profile_settings_join_pipeline:app",
     )
     changes = sent["user-profile-settings"]
     assert sum(v is not None for _, _, v in changes) > 100 and sum(v is None for _, _, v in changes) > 10
@@ -434,5 +457,6 @@ def test_the_order_customer_pipeline_gives_the_task_versions_outputs_ids_bytes_a
         ["orders-with-customer"],
         (task_stores, pipe_stores),
         crashes=crashes,
+        app_spec="samzapy.jobs.order_customer_join_pipeline:app",
     )
     assert sum(v is not None for _, _, v in sent["orders-with-customer"]) > 50
