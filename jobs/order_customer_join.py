@@ -25,9 +25,18 @@ Config: ``config/order-customer-join.properties``; semantics in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, cast
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, TaskContext
+from samzapy import (
+    IncomingMessageEnvelope,
+    InitableTask,
+    MessageCollector,
+    OutgoingMessageEnvelope,
+    StreamTask,
+    SystemStream,
+    TaskContext,
+    TaskCoordinator,
+)
 from samzapy.config import Config
 from samzapy.operators import TableChange
 from samzapy.operators.fk_join import ForeignKeyLeft, ForeignKeyRight, Response, Subscription
@@ -88,7 +97,8 @@ class ForeignKeyJoinTask(StreamTask, InitableTask):
             context.get_store("fk-left"),
             lambda value: value.get(field),
             lambda left, right: (left, right),
-            config.get_str("join.kind", "inner"),
+            # checked by ForeignKeyLeft (inner or left)
+            cast("Literal['inner', 'left']", config.get_str("join.kind", "inner")),
             metrics=context.metrics,
         )
         self.right = ForeignKeyRight(context.get_store("fk-right"), context.get_store("fk-subscriptions"))
@@ -104,7 +114,9 @@ class ForeignKeyJoinTask(StreamTask, InitableTask):
             )
             raise ValueError(msg)
 
-    def process(self, envelope, collector, coordinator) -> None:
+    def process(
+        self, envelope: IncomingMessageEnvelope, collector: MessageCollector, coordinator: TaskCoordinator
+    ) -> None:
         """Route one input to its half of the join and send what it asks for."""
         stream, key, message = envelope.stream, envelope.key, envelope.message
         if stream == self.left_stream:
@@ -132,14 +144,16 @@ class ForeignKeyJoinTask(StreamTask, InitableTask):
         key_field, left_field, right_field = self.record_fields
         return {key_field: key, left_field: left, right_field: right}
 
-    def _emit(self, change: TableChange | None, collector) -> None:
+    def _emit(self, change: TableChange | None, collector: MessageCollector) -> None:
         if change is None:
             return
         record = None if change.value is None else self.record(change.key, *change.value)
         self.joined.put(change.key, record)
         collector.send(OutgoingMessageEnvelope(self.output, key=change.key, message=record))
 
-    def _respond(self, responses: list[Response], envelope, collector) -> None:
+    def _respond(
+        self, responses: list[Response], envelope: IncomingMessageEnvelope, collector: MessageCollector
+    ) -> None:
         origin = f"{envelope.stream}:{envelope.partition}:{envelope.offset}"
         for response in responses:
             collector.send(

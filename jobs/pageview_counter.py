@@ -47,14 +47,17 @@ use the watermark: a window is emitted on its last view, and an incomplete one s
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal, cast
 
 from samzapy import (
+    IncomingMessageEnvelope,
     InitableTask,
+    MessageCollector,
     OutgoingMessageEnvelope,
     StreamTask,
     SystemStream,
     TaskContext,
+    TaskCoordinator,
     WindowableTask,
 )
 from samzapy.config import Config
@@ -66,6 +69,7 @@ from samzapy.operators import (
     SlidingAggregation,
     SlidingWindows,
     TumblingWindows,
+    Watermark,
     WindowedAggregation,
     count,
     window_id,
@@ -117,7 +121,8 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         upstream = config.get_int("watermark.upstream.tasks", 0)
         sources = [str(i) for i in range(upstream)] if upstream > 0 else input_streams(context.inputs)
         self.time = EventTime(store, sources, self.lateness)
-        emit = config.get_str("window.emit", "final")
+        # checked by the window operators (final or update)
+        emit = cast("Literal['final', 'update']", config.get_str("window.emit", "final"))
         early = config.get_int("window.early.fire.ms", 0)
         self.plain = emit == "final" and early == 0  # today's output records, unchanged
         self.windows: Any = _operator(
@@ -134,7 +139,9 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         context.metrics.gauge("late-messages-total", lambda: self.late_total.value)
         context.metrics.gauge("watermark", lambda: self.time.watermark.current)
 
-    def process(self, envelope, collector, coordinator) -> None:
+    def process(
+        self, envelope: IncomingMessageEnvelope, collector: MessageCollector, coordinator: TaskCoordinator
+    ) -> None:
         """Count a view in its window (or as late); move the watermark on control records."""
         control = control_of(envelope)
         if control is not None:
@@ -189,7 +196,7 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
             return assigner.assign(t)[-1][1] <= bound
         return False  # count windows: nothing is late
 
-    def _late(self, envelope, collector) -> None:
+    def _late(self, envelope: IncomingMessageEnvelope, collector: MessageCollector) -> None:
         self.late.inc()
         self.late_total.inc()
         if self.late_stream is not None:
@@ -200,13 +207,13 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
                 )
             )
 
-    def window(self, collector, coordinator) -> None:
+    def window(self, collector: MessageCollector, coordinator: TaskCoordinator) -> None:
         """Emit the windows the watermark has passed, and the early results when due."""
         self._emit_closed(collector)
         if not self.plain:
             self._send_results(self.windows.fire_early(int(time.time() * 1000)), collector)
 
-    def _emit_closed(self, collector) -> None:
+    def _emit_closed(self, collector: MessageCollector) -> None:
         if isinstance(self.windows, CountAggregation):
             return  # count windows close on their last view, in process()
         # In batches: the memory held while emitting stays bounded when a watermark move (or
@@ -214,7 +221,7 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
         while results := self.windows.close_due(limit=EMIT_BATCH):
             self._send_results(results, collector)
 
-    def _send_results(self, results: list[Any], collector) -> None:
+    def _send_results(self, results: list[Any], collector: MessageCollector) -> None:
         for result in results:
             user = result.key.decode()
             message = {
@@ -233,7 +240,8 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
     def _window_id(result: Any) -> str:
         """The id downstream upserts by (a final result's own id)."""
         if result.window is not None:
-            return result.window
+            own: str = result.window
+            return own
         return window_id(result.key, result.start, result.end)
 
 
@@ -256,7 +264,15 @@ def _assigner(config: Any) -> Any:
     raise ValueError(msg)
 
 
-def _operator(store, assigner, watermark, emit: str, early: int, lateness: int, context) -> Any:
+def _operator(
+    store: Any,
+    assigner: Any,
+    watermark: Watermark,
+    emit: Literal["final", "update"],
+    early: int,
+    lateness: int,
+    context: TaskContext,
+) -> Any:
     """The window operator for ``assigner`` over ``store`` (namespace :data:`WINDOW_NAMESPACE`)."""
     if isinstance(assigner, CountWindows):
         return CountAggregation(

@@ -26,9 +26,18 @@ that drops duplicates by id drops it here too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, cast
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, TaskContext
+from samzapy import (
+    IncomingMessageEnvelope,
+    InitableTask,
+    MessageCollector,
+    OutgoingMessageEnvelope,
+    StreamTask,
+    SystemStream,
+    TaskContext,
+    TaskCoordinator,
+)
 from samzapy.config import Config
 from samzapy.operators import StreamTableJoin, id_from_headers
 from samzapy.operators.event_time import END_OF_STREAM, control_of
@@ -79,13 +88,18 @@ class PageViewEnrichTask(StreamTask, InitableTask):
             )
         else:
             self.join = StreamTableJoin(
-                context.get_store("zip-codes"), _enrich, config.get_str("join.kind", "inner")
+                context.get_store("zip-codes"),
+                _enrich,
+                # checked by StreamTableJoin (inner or left)
+                cast("Literal['inner', 'left']", config.get_str("join.kind", "inner")),
             )
         self.output = SystemStream.parse(config.get_str("join.output.stream", "kafka.pageviews-enriched"))
         self.task_name = context.task_name
         self.unmatched = context.metrics.counter("unmatched-views")
 
-    def process(self, envelope, collector, coordinator) -> None:
+    def process(
+        self, envelope: IncomingMessageEnvelope, collector: MessageCollector, coordinator: TaskCoordinator
+    ) -> None:
         """Update the table, or enrich a view."""
         if self.temporal is not None:
             self._process_event_time(self.temporal, envelope, collector)
@@ -106,11 +120,17 @@ class PageViewEnrichTask(StreamTask, InitableTask):
             )
         )
 
-    def _origin(self, envelope) -> str:
-        upstream = id_from_headers(envelope.headers)
+    def _origin(self, envelope: IncomingMessageEnvelope) -> str:
+        # a record's header values may be None; id_from_headers takes bytes (a library type gap)
+        upstream = id_from_headers(envelope.headers)  # type: ignore[arg-type]
         return upstream or f"{self.task_name}:{envelope.stream}:{envelope.offset}"
 
-    def _process_event_time(self, temporal: EventTimeStreamTableJoin, envelope, collector) -> None:
+    def _process_event_time(
+        self,
+        temporal: EventTimeStreamTableJoin,
+        envelope: IncomingMessageEnvelope,
+        collector: MessageCollector,
+    ) -> None:
         """``join.time=event``: version the profile, or buffer the view; send what is released."""
         control = control_of(envelope)
         if envelope.stream == self.table_stream:
@@ -136,6 +156,6 @@ class PageViewEnrichTask(StreamTask, InitableTask):
             )
 
 
-def _enrich(view: dict, zip_code: Any) -> dict:
+def _enrich(view: dict[str, Any], zip_code: Any) -> dict[str, Any]:
     """The view with its user's zip code."""
     return {**view, "zip": zip_code}

@@ -23,7 +23,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, TaskContext
+from samzapy import (
+    IncomingMessageEnvelope,
+    InitableTask,
+    MessageCollector,
+    OutgoingMessageEnvelope,
+    StreamTask,
+    SystemStream,
+    TaskContext,
+    TaskCoordinator,
+)
 from samzapy.operators import id_from_headers
 from samzapy.operators.event_time import control_of
 
@@ -58,7 +67,9 @@ class GlobalTableEnrichTask(StreamTask, InitableTask):
         self.task_name = context.task_name
         self.unmatched = context.metrics.counter("unmatched-views")
 
-    def process(self, envelope, collector, coordinator) -> None:
+    def process(
+        self, envelope: IncomingMessageEnvelope, collector: MessageCollector, coordinator: TaskCoordinator
+    ) -> None:
         """Enrich one view with its user's current zip code."""
         if control_of(envelope) is not None:
             return
@@ -66,7 +77,8 @@ class GlobalTableEnrichTask(StreamTask, InitableTask):
         if zip_code is None and self.inner:
             self.unmatched.inc()
             return
-        upstream = id_from_headers(envelope.headers)
+        # a record's header values may be None; id_from_headers takes bytes (a library type gap)
+        upstream = id_from_headers(envelope.headers)  # type: ignore[arg-type]
         origin = upstream or f"{self.task_name}:{envelope.stream}:{envelope.offset}"
         collector.send(
             OutgoingMessageEnvelope(

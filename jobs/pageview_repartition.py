@@ -22,11 +22,14 @@ import time
 from typing import Any
 
 from samzapy import (
+    IncomingMessageEnvelope,
     InitableTask,
+    MessageCollector,
     OutgoingMessageEnvelope,
     StreamTask,
     SystemStream,
     TaskContext,
+    TaskCoordinator,
     WindowableTask,
 )
 from samzapy.errors import ConfigError
@@ -87,7 +90,9 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
         self._last_input = time.monotonic()
         self._said_idle = False
 
-    def process(self, envelope, collector, coordinator) -> None:
+    def process(
+        self, envelope: IncomingMessageEnvelope, collector: MessageCollector, coordinator: TaskCoordinator
+    ) -> None:
         """Forward a record with its lineage, or act on a control record."""
         self._last_input = time.monotonic()
         self._said_idle = False
@@ -108,9 +113,11 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
         self.progress.advance_to(self.time_of(message))
         headers = [h for h in envelope.headers if h[0] not in _NOT_FORWARDED]
         headers.append(lineage_header(self.source, envelope.offset, before))
-        collector.send(OutgoingMessageEnvelope(self.output, key=key, message=message, headers=headers))
+        # forwarded header values may be None, which OutgoingMessageEnvelope's type does not admit
+        # (a library type gap)
+        collector.send(OutgoingMessageEnvelope(self.output, key=key, message=message, headers=headers))  # type: ignore[arg-type]
 
-    def window(self, collector, coordinator) -> None:
+    def window(self, collector: MessageCollector, coordinator: TaskCoordinator) -> None:
         """Broadcast the progress when it moved since the last broadcast.
 
         Say the task is idle after ``window.idle.timeout.ms`` without input.
@@ -122,7 +129,7 @@ class EventTimeRepartitionTask(StreamTask, InitableTask, WindowableTask):
             self._announce(collector, IDLE)
             self._said_idle = True
 
-    def _announce(self, collector, kind: bytes) -> None:
+    def _announce(self, collector: MessageCollector, kind: bytes) -> None:
         progress = self.progress.current
         headers, body = control_message(kind, self.source, progress)
         for partition in range(self.partitions):
@@ -149,4 +156,5 @@ class PageViewRepartitionTask(EventTimeRepartitionTask):
 
     def time_of(self, message: Any) -> int:
         """The view's event time."""
-        return message["ts"]
+        event_ms: int = message["ts"]
+        return event_ms

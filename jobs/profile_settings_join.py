@@ -27,11 +27,22 @@ the last change per key is the table, whatever happened in runs that crashed.
 
 from __future__ import annotations
 
-from samzapy import InitableTask, OutgoingMessageEnvelope, StreamTask, SystemStream, TaskContext
+from typing import Any, Literal, cast
+
+from samzapy import (
+    IncomingMessageEnvelope,
+    InitableTask,
+    MessageCollector,
+    OutgoingMessageEnvelope,
+    StreamTask,
+    SystemStream,
+    TaskContext,
+    TaskCoordinator,
+)
 from samzapy.operators import TableTableJoin
 
 
-def _version(entry: dict | None) -> str:
+def _version(entry: dict[str, Any] | None) -> str:
     return "-" if entry is None else str(entry["offset"])
 
 
@@ -55,13 +66,16 @@ class ProfileSettingsJoinTask(StreamTask, InitableTask):
             self.left,
             self.right,
             lambda left, right: (left, right),
-            config.get_str("join.kind", "inner"),
+            # checked by TableTableJoin (inner, left or outer)
+            cast("Literal['inner', 'left', 'outer']", config.get_str("join.kind", "inner")),
             time_of=(lambda entry: entry["ts"]) if self.event_time else None,
         )
         self.stale = context.metrics.counter("stale-updates")
         self.output = SystemStream.parse(config.get_str("join.output.stream", "kafka.user-profile-settings"))
 
-    def process(self, envelope, collector, coordinator) -> None:
+    def process(
+        self, envelope: IncomingMessageEnvelope, collector: MessageCollector, coordinator: TaskCoordinator
+    ) -> None:
         """Apply one table update and send the user's joined record (or a tombstone)."""
         user = envelope.key
         entry = None if envelope.message is None else {"offset": envelope.offset, "value": envelope.message}
@@ -70,6 +84,7 @@ class ProfileSettingsJoinTask(StreamTask, InitableTask):
             time_ms = envelope.timestamp if entry is None else envelope.message["updated_at"]
             if entry is not None:
                 entry["ts"] = time_ms
+        side: Literal["left", "right"]
         if envelope.stream == self.left_stream:
             side = "left"
         elif envelope.stream == self.right_stream:

@@ -33,7 +33,7 @@ class Table:
     def join(
         self,
         other: Table,
-        joiner: Callable[[Any, Any], Any] | None = None,
+        joiner: Callable[..., Any] | None = None,  # (left, right); (key, left, right) with with_key
         *,
         kind: str = "inner",
         foreign_key: Callable[[Any], Any] | None = None,
