@@ -412,7 +412,7 @@ class WindowedAggregation:
         if not due:
             return []
         n, result, decode = len(prefix), self._agg.result, self._agg.decode
-        results = []
+        results: list[WindowResult] = []
         # The windows due in one scan mostly share their end and start: each distinct pair is
         # decoded (and its id's tail formatted) once. A key is prefix + end + escape(key) +
         # start (window_layout), so the escaped key ends 10 bytes before the stored key does.
