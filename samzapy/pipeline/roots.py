@@ -194,11 +194,17 @@ class TableRoot(Root):
         self.map_values = node.args.get("map_values")
 
     def receive(self, envelope: Any) -> None:
-        """A table update (``None`` deletes); ``map_values=`` of the table maps the value first."""
+        """A table update (``None`` deletes).
+
+        ``map_values=`` of the table maps the value, after its time was read from it.
+        """
         key, value = envelope.key, envelope.message
+        # a delete has no value to read a time from: it takes the record's timestamp, as
+        # pageview_enrich's event-time table does (a versioned table drops a version older than
+        # its history, which MIN_MS always was: the delete was lost)
+        ts = envelope.timestamp if self.ts_fn is None or value is None else self._time(value)
         if value is not None and self.map_values is not None:
             value = call_user(self, self.map_values, value)  # type: ignore[arg-type]
-        ts = envelope.timestamp if self.ts_fn is None else (MIN_MS if value is None else self._time(value))
         if self.writers:
             for join, side in self.writers:
                 join.update(side, key, value, ts)

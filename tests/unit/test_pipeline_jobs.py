@@ -17,8 +17,10 @@ from samzapy.jobs.pageview_repartition import PageViewRepartitionTask
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.operators.event_time import CONTROL_HEADER, END_OF_STREAM
 from samzapy.operators.state_layout import layout_for
+from samzapy.operators.versioned_layout import VersionedLayout
 from samzapy.output_ids import id_from_headers
 from samzapy.pipeline.compiler import APP_KEY
+from samzapy.pipeline.join_stages import join_state_layouts
 from samzapy.pipeline.testing import PipelineHarness
 from samzapy.testing import MemoryBroker, TaskHarness, distinct_by_id
 
@@ -242,12 +244,12 @@ def test_the_ad_click_join_pipeline_gives_the_task_versions_outputs_ids_bytes_an
 def _feed(
     records: list[tuple[str, str, Any]], send: Any, commit: Any, crash_and_restart: Any, *, crashes: int
 ) -> None:
-    """Send ``records`` one by one (record i at timestamp i + 1); ``crashes`` times on the way:
+    """Send ``records`` one by one (record i at timestamp (i + 1) s); ``crashes`` times on the way:
     commit, send a few more, kill -9 every task (unacknowledged writes lost), restart from the
     commit (the records since are processed again, as a backlog)."""
     step = len(records) // (crashes + 1)
     for i, (topic, key, value) in enumerate(records):
-        send(topic, key, value, i + 1)
+        send(topic, key, value, (i + 1) * 1_000)
         if i // step < crashes and i % step == step // 2:
             commit()
         elif i // step < crashes and i % step == step - 1:
@@ -314,10 +316,14 @@ def _stores(harnesses: list[TaskHarness], names: list[str]) -> list[list[dict[An
     return found
 
 
-def _rows(config: Any, store: str, harnesses: list[TaskHarness]) -> list[list[dict[str, Any]]]:
-    """Each task's entries of ``store`` as read_state shows them (the job's layout of the store)."""
-    job = parse_job_config(config)
-    layout = layout_for(config, job, job.stores[store])
+def _rows(
+    config: Any, store: str, harnesses: list[TaskHarness], layout: Any = None
+) -> list[list[dict[str, Any]]]:
+    """Each task's entries of ``store`` as read_state shows them (the job's layout of the store,
+    unless ``layout`` is given)."""
+    if layout is None:
+        job = parse_job_config(config)
+        layout = layout_for(config, job, job.stores[store])
     rows = []
     for h in harnesses:
         h.stores[store].flush()  # the cache's dirty entries into the bytes underneath
@@ -393,6 +399,86 @@ def test_the_enrich_pipeline_gives_the_task_versions_outputs_ids_bytes_and_store
     )
     ids = [i for i, _, _ in sent["pageviews-enriched"]]
     assert len(set(ids)) > 150 and all(i.startswith("enrich:Partition ") for i in ids)
+
+
+def _event_time_enrich_input(n: int, seed: int) -> list[tuple[str, str, Any]]:
+    """Profiles with ``updated_at`` and views with ``ts`` near their place in the input (some
+    disorder, beyond the join's minute of grace too); some profiles deleted."""
+    rng = random.Random(seed)
+    records: list[tuple[str, str, Any]] = []
+    for i in range(n):
+        user, at = f"u{rng.randrange(8)}", (i + 1) * 1_000 + rng.randrange(-90_000, 5_000)
+        if rng.random() < 0.25:
+            profile = None if rng.random() < 0.15 else {"zip": f"z{i}", "updated_at": at}
+            records.append(("profiles", user, profile))
+        else:
+            records.append(("pageviews-by-user", user, {"view_id": f"v{i}", "ts": at}))
+    return records
+
+
+def _sorted_rows(stores: list[list[list[dict[str, Any]]]]) -> list[list[str]]:
+    """Per task, the rows of all ``stores`` (each a list of per-task rows) as sorted JSON texts."""
+    return [sorted(orjson.dumps(r).decode() for rows in stores for r in rows[p]) for p in range(PARTITIONS)]
+
+
+def _event_time_enrich_app() -> Any:
+    """config/pageview-enrich-event-time.properties as a pipeline: the same stage name, history
+    and grace (the task version's zip-versions store holds the versions and the waiting views;
+    the pipeline keeps them in the table's store and the join's)."""
+    import samzapy
+
+    app = samzapy.App("pageview-enrich-event-time-pipeline")
+    profiles = app.table(
+        "profiles",
+        name="zip-versions",
+        timestamp="updated_at",
+        versioned=86_400_000,
+        map_values=lambda profile: profile["zip"],
+    )
+    views = app.stream("pageviews-by-user", timestamp="ts")
+    views.join(profiles, lambda view, zip_code: {**view, "zip": zip_code}, grace=60_000, name="enrich").to(
+        "pageviews-enriched"
+    )
+    return app
+
+
+@pytest.mark.parametrize("crashes", [0, 3])
+def test_the_event_time_enrich_pipeline_gives_the_task_versions_outputs_and_state(crashes: int) -> None:
+    """join.time=event: the same records (ids, bytes, order, re-sent copies) and, at the end of
+    the profiles, the same versions and waiting views read as data (one store in the task, two in
+    the pipeline)."""
+    from samzapy.jobs.pageview_enrich import PageViewEnrichTask
+
+    app = _event_time_enrich_app()
+    records = _event_time_enrich_input(300, seed=17 + crashes)
+    config_file = "pageview-enrich-event-time.properties"
+    broker, tasks = _task_job(PageViewEnrichTask, config_file, records, crashes=crashes)
+    h = _pipeline_job(app, records, crashes=crashes)
+    try:
+        task_config = load_config(CONFIG / config_file)
+        # the app is not importable (pipeline.app): its layouts as PipelineTask.state_layouts and
+        # layout_for give them (a versioned table by its config)
+        pipe_layouts = {"zip-versions": VersionedLayout(), **join_state_layouts(app.plan())}
+
+        def task_state() -> list[list[str]]:
+            return _sorted_rows([_rows(task_config, "zip-versions", tasks)])
+
+        def pipe_state() -> list[list[str]]:
+            return _sorted_rows([_rows(None, s, h.tasks, layout) for s, layout in pipe_layouts.items()])
+
+        waiting = task_state()
+        assert any('"buffered"' in row for rows in waiting for row in rows)  # views wait for the table
+        assert pipe_state() == waiting
+        _end(broker, ["profiles"], tasks)
+        h.end_of_stream("profiles")
+        sent = _records(broker.records("pageviews-enriched"))
+        assert _records(h.records("pageviews-enriched")) == sent
+        assert pipe_state() == task_state()
+        assert len({i for i, _, _ in sent}) > 100
+    finally:
+        h.close()
+        for t in tasks:
+            t.close()
 
 
 def _table_input(n: int, seed: int = 9) -> list[tuple[str, str, Any]]:
