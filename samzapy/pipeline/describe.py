@@ -48,6 +48,10 @@ def _detail(plan: Plan, node: Node) -> str:
     kind = node.kind
     if kind in ("source", "table", "global_table"):
         extra = f" versioned {args['versioned']} ms" if args.get("versioned") else ""
+        if args.get("map_values") is not None:
+            extra += f" map_values {_fn(args['map_values'])}"
+        if args.get("bootstrap"):
+            extra += " bootstrap"
         return f"{args['topic']} (key {node.key_serde}, value {node.value_serde}){extra}"
     if kind == "key_by":
         return f"{name} -> topic {plan.intermediates[node.id]} by {_fn(args['fn'])}"
