@@ -11,8 +11,8 @@ joined record sends ``{"order_id", "order", "customer"}`` (a tombstone when it i
 of the join talk through the intermediate topics
 ``order-customer-join-pipeline-order-customer-subscriptions`` and ``...-responses``; the ids
 name them by the stage, ``order-customer-subscriptions`` and ``-responses``, the task
-version's topics: the same changes, ids and stores as the task version
-(tests/unit/test_pipeline_jobs.py).
+version's topics: the same changes, ids and store contents as the task version (its stores
+``fk-left``, ``fk-right``, ``fk-subscriptions``, ``joined``; tests/unit/test_pipeline_jobs.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ either side sends the user's whole joined record ``{"user_id", "profile", "setti
 tombstone when there is none) to ``user-profile-settings`` and keeps it in the store
 ``tt-joined``. The stage is named ``tt``, so each change's id is
 ``tt:<stream>:<partition>:<offset>:<profile offset>:<settings offset>``: the task version's
-changes, ids and stores (tests/unit/test_pipeline_jobs.py).
+changes, ids and store contents (its ``joined`` is ``tt-joined`` here;
+tests/unit/test_pipeline_jobs.py, tests/integration/test_pipeline_crash.py).
 """
 
 from __future__ import annotations
