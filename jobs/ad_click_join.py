@@ -18,8 +18,9 @@ outputs ``ad-clicks-joined`` (impression fields plus click fields, keyed by impr
   same ``samzapy.id`` and bytes: exactly once eventually, after dedup by id.
 * ``end-of-stream`` control records on both inputs close every window (``--exit-at-end``).
 * ``join.state.layout`` (default 2) is the stores' layout
-  (:mod:`samzapy.operators.stream_join_layout`): 2, :class:`~samzapy.operators.BucketedStreamJoin`
-  with the registry folded into the click buffer (a decided flag kept until the retention's
+  (:mod:`samzapy.operators.stream_join_layout`): 2,
+  :class:`~samzapy.operators.bucketed_join.BucketedStreamJoin` with the registry folded into
+  the click buffer (a decided flag kept until the retention's
   horizon; about one changelog record per input event); 1, the layout before it
   (:class:`~samzapy.operators.StreamStreamJoin`, an expiry index, and the registry in
   ``join-state``), for state written by it. Each refuses the other's state at start, naming
