@@ -32,14 +32,18 @@ from __future__ import annotations
 from typing import Any
 
 from samzapy import (
+    IncomingMessageEnvelope,
     InitableTask,
+    MessageCollector,
     OutgoingMessageEnvelope,
     StreamTask,
     SystemStream,
     TaskContext,
+    TaskCoordinator,
     WindowableTask,
 )
 from samzapy.config import Config
+from samzapy.config.properties import TypedGetters
 from samzapy.operators import JoinRegistry, JoinResult, StreamStreamJoin
 from samzapy.operators.bucketed_join import BucketedStreamJoin, JoinLayoutError
 from samzapy.operators.event_time import END_OF_STREAM, EventTime, control_of, input_streams
@@ -47,7 +51,7 @@ from samzapy.operators.key_encoding import prefix_end
 from samzapy.operators.stream_join_layout import LAYOUT_KEY
 
 
-def joined_record(click: dict, impression: dict | None) -> dict:
+def joined_record(click: dict[str, Any], impression: dict[str, Any] | None) -> dict[str, Any]:
     """The output: the impression's fields, then the click's, each in sorted key order.
 
     The times are renamed apart. Sorted keys: a buffered record comes back from the store with
@@ -75,7 +79,7 @@ REGISTRY_NAMESPACE = b"reg"
 STORES = ("click-buffer", "impression-buffer", "join-expiry")
 
 
-def layout_of(config: Any) -> int:
+def layout_of(config: TypedGetters) -> int:
     """The stores' layout the config asks for (``join.state.layout``, 1 or 2; default 2)."""
     layout = config.get_int("join.state.layout", 2)
     if layout not in (1, 2):
@@ -151,7 +155,9 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
             self.registry = JoinRegistry(
                 state, retention, namespace=REGISTRY_NAMESPACE, metrics=context.metrics
             )
-            self.join = StreamStreamJoin(*stores, self.time.watermark, joined_record, **windows)
+            self.join = StreamStreamJoin(
+                stores[0], stores[1], stores[2], self.time.watermark, joined_record, **windows
+            )
         else:
             with state.range(REGISTRY_NAMESPACE, prefix_end(REGISTRY_NAMESPACE)) as entries:
                 if next(entries, None) is not None:
@@ -162,7 +168,9 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
                     )
                     raise JoinLayoutError(msg)
             self.join = BucketedStreamJoin(
-                *stores,
+                stores[0],
+                stores[1],
+                stores[2],
                 self.time.watermark,
                 joined_record,
                 once_retention_ms=retention,
@@ -177,7 +185,9 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
         self.unjoined_count = context.metrics.counter("unjoined-clicks")
         context.metrics.gauge("watermark", lambda: self.time.watermark.current)
 
-    def process(self, envelope, collector, coordinator) -> None:
+    def process(
+        self, envelope: IncomingMessageEnvelope, collector: MessageCollector, coordinator: TaskCoordinator
+    ) -> None:
         """Buffer and match a click or an impression; move the watermark on control records."""
         control = control_of(envelope)
         if control is not None:
@@ -199,25 +209,24 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
         self._decide(results, collector)
         self.time.advance(envelope.stream, event["ts"])
 
-    def window(self, collector, coordinator) -> None:
+    def window(self, collector: MessageCollector, coordinator: TaskCoordinator) -> None:
         """Expire closed join windows (unjoined clicks out) and collect old registry entries."""
         self._expire(collector)
         if self.registry is not None:
             self.registry.gc()
 
-    def _expire(self, collector) -> None:
+    def _expire(self, collector: MessageCollector) -> None:
         self._decide(self.join.expire(), collector)
 
-    def _decide(self, results: list[JoinResult], collector) -> None:
+    def _decide(self, results: list[JoinResult], collector: MessageCollector) -> None:
         """Send each result whose click id is not decided yet, and register it as decided.
 
         In layout 2 the join decided already.
         """
         for result in results:
-            click = result.left
-            if self.registry is not None and not self.registry.try_register(
-                click["click_id"], result.left_time
-            ):
+            click, click_time = result.left, result.left_time
+            assert click_time is not None  # every result has its click (a left join of clicks)
+            if self.registry is not None and not self.registry.try_register(click["click_id"], click_time):
                 self.duplicates.inc()
                 continue
             if result.right is None:
