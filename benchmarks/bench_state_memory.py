@@ -10,10 +10,11 @@ write buffer (``--block-cache-mb``, ``--write-buffer-mb``), the producer buffer,
 coalescing's pending-key cap, the window operator's emit batch.
 
 What it shows: whether the job's peak RSS is bounded by that configuration or grows with
-the state, and why the rate changes. Rows: peak RSS, processing rate, windows emitted and the
-job's CPU time per run, the RSS ratio of the two runs, and the CPU split into a cost per view
-and a cost per window (the two runs have the same views and differ in windows: solving
-``cpu = views * a + windows * b`` for both gives ``a`` and ``b``; start-up is in ``a``).
+the state, and why the rate changes. Rows: peak RSS, processing rate, windows emitted, the
+job's CPU time and its changelog records per window, per run; the RSS ratio of the two runs,
+and the CPU split into a cost per view and a cost per window (the two runs have the same
+views and differ in windows: solving ``cpu = views * a + windows * b`` for both gives ``a``
+and ``b``; start-up is in ``a``).
 
     python -m benchmarks.bench_state_memory --size full      # 100k vs 1M keys, 1M views
     python -m benchmarks.bench_state_memory --users 20000 --block-cache-mb 100 --write-buffer-mb 32
@@ -99,6 +100,7 @@ def run_counter(
     snapshot = json.loads(metrics.read_text())
     processed = processed_messages(snapshot)
     windows = count_records(servers, f"counts-{tag}")
+    changelog = count_records(servers, f"counts-changelog-{tag}")
     result.add(f"window count, {users:,} keys: peak RSS", run.rss_mb, "MB", rss_mb=run.rss_mb)
     result.add(
         f"window count, {users:,} keys: processing",
@@ -108,6 +110,9 @@ def run_counter(
     )
     result.add(f"window count, {users:,} keys: windows (state at the end)", windows, "windows")
     result.add(f"window count, {users:,} keys: job CPU", cpu_s, "s")
+    # Puts and tombstones the windows cost in the changelog (coalescing drops both for a
+    # window created and closed before its put was sent).
+    result.add(f"window count, {users:,} keys: changelog records per window", changelog / max(windows, 1), "")
     result.note(
         f"{users:,} keys: {processed:,} messages (produced in {produced_s:.1f} s), {windows:,} "
         f"windows; object cache {args.cache:,} entries, block cache {args.block_cache_mb} MB, "
