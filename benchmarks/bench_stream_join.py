@@ -50,7 +50,7 @@ from pathlib import Path
 import orjson
 from kafka import TopicPartition
 
-from benchmarks._common import ROOT, Result, arguments, run_child
+from benchmarks._common import ROOT, Result, arguments, process_cpu_s, run_child
 from benchmarks.join_trace import breakdown
 from samzapy.config import load_config
 from samzapy.generate import AdSpec, ads, produce_end_of_stream, produce_json
@@ -210,8 +210,10 @@ def latency(
         cwd=ROOT,
     )
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    live_cpu_s = 0.0
     try:
         time.sleep(5)  # start-up
+        started_cpu = process_cpu_s(job.pid) or 0.0
         events = sorted(
             [(v["ts"], f"imp-{tag}", k, v) for k, v in imps]
             + [(v["ts"], f"clk-{tag}", k, v) for k, v in clicks],
@@ -229,6 +231,7 @@ def latency(
         producer.flush()
         producer.close()
         time.sleep(5)  # let the job catch up
+        live_cpu_s = (process_cpu_s(job.pid) or started_cpu) - started_cpu
     finally:
         if spinner is not None:
             spinner.kill()
@@ -262,6 +265,8 @@ def latency(
     where = (f", store layout {layout}" if layout else "") + (", second core busy" if busy else "")
     result.add(f"join latency p50 at {offered:,.0f} ev/s{where}", pct(0.5), "ms")
     result.add(f"join latency p99 at {offered:,.0f} ev/s{where}", pct(0.99), "ms")
+    # the job's CPU from the first input to the end of the run (idle start-up left out)
+    result.add(f"join latency run{where}, CPU per input event", live_cpu_s / len(events) * 1e6, "us")
     result.note(f"join latency{where}: {len(latencies):,} joins in {seconds} s, max {latencies[-1]} ms")
     # Input waits while a commit runs (store flushes, producer flush, local checkpoints): the
     # mean commit time says how much of the tail that explains.
