@@ -23,12 +23,14 @@ outputs ``ad-clicks-joined`` (impression fields plus click fields, keyed by impr
   the click buffer (a decided flag kept until the retention's
   horizon; about one changelog record per input event); 1, the layout before it
   (:class:`~samzapy.operators.StreamStreamJoin`, an expiry index, and the registry in
-  ``join-state``), for state written by it. Each refuses the other's state at start, naming
-  the store.
+  ``join-state``). Layout 2 migrates layout 1's stores at start
+  (:mod:`samzapy.operators.stream_join_migrate`; the old registry is still consulted until its
+  retention has passed); layout 1 refuses layout 2's, naming the store.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from samzapy import (
@@ -45,10 +47,15 @@ from samzapy import (
 from samzapy.config import Config
 from samzapy.config.properties import TypedGetters
 from samzapy.operators import JoinRegistry, JoinResult, StreamStreamJoin
-from samzapy.operators.bucketed_join import BucketedStreamJoin, JoinLayoutError
+from samzapy.operators.bucketed_join import BUCKET_SPANS, BucketedStreamJoin, JoinLayoutError
 from samzapy.operators.event_time import END_OF_STREAM, EventTime, control_of, input_streams
 from samzapy.operators.key_encoding import prefix_end
+from samzapy.operators.registry import IDS_TAG
 from samzapy.operators.stream_join_layout import LAYOUT_KEY
+from samzapy.operators.stream_join_migrate import migrate_to_layout_2
+from samzapy.stores.base import KeyValueStore
+
+log = logging.getLogger(__name__)
 
 
 def joined_record(click: dict[str, Any], impression: dict[str, Any] | None) -> dict[str, Any]:
@@ -77,6 +84,11 @@ def joined_record(click: dict[str, Any], impression: dict[str, Any] | None) -> d
 REGISTRY_NAMESPACE = b"reg"
 #: The join's stores: clicks (left), impressions (right), the expiry or pending index.
 STORES = ("click-buffer", "impression-buffer", "join-expiry")
+
+
+def _holds_entries(store: KeyValueStore[Any, Any]) -> bool:
+    with store.all() as entries:
+        return next(entries, None) is not None
 
 
 def layout_of(config: TypedGetters) -> int:
@@ -144,6 +156,7 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
             "metrics": context.metrics,
         }
         self.registry: JoinRegistry | None = None
+        self.legacy_registry: JoinRegistry | None = None
         self.join: StreamStreamJoin | BucketedStreamJoin
         if layout_of(config) == 1:
             if stores[2].get(LAYOUT_KEY) is not None:
@@ -159,14 +172,27 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
                 stores[0], stores[1], stores[2], self.time.watermark, joined_record, **windows
             )
         else:
-            with state.range(REGISTRY_NAMESPACE, prefix_end(REGISTRY_NAMESPACE)) as entries:
-                if next(entries, None) is not None:
-                    msg = (
-                        "store 'join-state' holds a registry of decided clicks (layout 1) and this job "
-                        "now writes layout 2: set join.state.layout=1 to keep the old layout for this "
-                        "state, or drain it (end-of-stream on both inputs) and delete the state first"
-                    )
-                    raise JoinLayoutError(msg)
+            ids = REGISTRY_NAMESPACE + IDS_TAG
+            with state.range(ids, prefix_end(ids)) as entries:
+                registered = next(entries, None) is not None
+            if registered:  # layout 1's registry: consulted, and collected, until it is empty
+                self.legacy_registry = JoinRegistry(state, retention, namespace=REGISTRY_NAMESPACE)
+            if stores[2].get(LAYOUT_KEY) is None and (registered or any(map(_holds_entries, stores))):
+                registry = self.legacy_registry or JoinRegistry(
+                    state, retention, namespace=REGISTRY_NAMESPACE
+                )
+                span = max(1, sum(windows[k] for k in ("window_before_ms", "window_after_ms", "grace_ms")))
+                counts = migrate_to_layout_2(
+                    stores[0],
+                    stores[1],
+                    stores[2],
+                    registry,
+                    bucket_ms=BUCKET_SPANS * span,
+                    left_close_ms=windows["window_after_ms"] + windows["grace_ms"],
+                )
+                log.info(
+                    "%s: the click join's stores migrated from layout 1 to 2: %s", context.task_name, counts
+                )
             self.join = BucketedStreamJoin(
                 stores[0],
                 stores[1],
@@ -174,6 +200,7 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
                 self.time.watermark,
                 joined_record,
                 once_retention_ms=retention,
+                legacy_decided=None if self.legacy_registry is None else self.legacy_registry.is_registered,
                 store_names=STORES,
                 duplicates_metric="duplicate-clicks",
                 **windows,
@@ -214,6 +241,9 @@ class AdClickJoinTask(StreamTask, InitableTask, WindowableTask):
         self._expire(collector)
         if self.registry is not None:
             self.registry.gc()
+        if self.legacy_registry is not None and isinstance(self.join, BucketedStreamJoin):
+            self.legacy_registry.advance_to(self.join.max_decided)  # its horizon follows the join's
+            self.legacy_registry.gc()
 
     def _expire(self, collector: MessageCollector) -> None:
         self._decide(self.join.expire(), collector)

@@ -75,7 +75,9 @@ class BucketedStreamJoin:
           :class:`~samzapy.operators.registry.JoinRegistry` of that retention deciding each
           left record by its record id, where a copy of a left record is the same key,
           time and record id (a registry keyed by the id alone also refuses an id seen
-          again at another time or key).
+          again at another time or key). ``legacy_decided(record_id)`` says whether a left
+          record was decided before (layout 1's registry, after
+          :mod:`~samzapy.operators.stream_join_migrate`).
         * A record costs one store write when it arrives (plus a pending-index entry when it
           waits unmatched on an emitting side, and a flag update when it is matched or
           decided later) and one delete when its bucket is deleted.
@@ -100,6 +102,7 @@ class BucketedStreamJoin:
         grace_ms: int = 0,
         kind: Literal["inner", "left", "outer"] = "inner",
         once_retention_ms: int | None = None,
+        legacy_decided: Callable[[str], bool] | None = None,
         bucket_ms: int | None = None,
         gc_batch: int = GC_BATCH,
         store_names: tuple[str, str, str] = ("left", "right", "index"),
@@ -127,6 +130,8 @@ class BucketedStreamJoin:
         self._before, self._after, self._grace = window_before_ms, window_after_ms, grace_ms
         self._emits = {b"l": kind in ("left", "outer"), b"r": kind == "outer"}
         self._once = once_retention_ms
+        # decisions of layout 1 kept in its registry (stream_join_migrate), by left record id
+        self._legacy = legacy_decided
         self._encode, self._decode = encode, decode
         self._gc_batch = gc_batch
         # A match range (before + after wide) spans at most two buckets, and with buckets four
@@ -173,13 +178,18 @@ class BucketedStreamJoin:
     # -------------------------------------------------------------------- join-once decisions
 
     @property
+    def max_decided(self) -> int:
+        """The largest event time of a left record decided so far (MIN_MS: none)."""
+        return self._max_decided
+
+    @property
     def horizon(self) -> int:
         """Left records before this time are outside the join-once retention (MIN_MS: none)."""
         if self._once is None or self._max_decided == MIN_MS:
             return MIN_MS
         return max(MIN_MS, self._max_decided - self._once)
 
-    def _try_decide(self, decided: bool, time_ms: int) -> bool:
+    def _try_decide(self, decided: bool, time_ms: int, record_id: str) -> bool:
         """As :meth:`JoinRegistry.try_register` answers for a left record at ``time_ms``."""
         if time_ms > self._max_decided:
             self._max_decided = time_ms
@@ -188,6 +198,8 @@ class BucketedStreamJoin:
             if self._too_old is not None:
                 self._too_old.inc()
             return False
+        if not decided and self._legacy is not None:
+            decided = self._legacy(record_id)
         return not decided
 
     def _duplicate(self) -> None:
@@ -226,7 +238,7 @@ class BucketedStreamJoin:
             decided = old is not None and old[:1] == DECIDED
             results = []
             for result in matches:
-                if self._try_decide(decided, time_ms):
+                if self._try_decide(decided, time_ms, record_id):
                     decided = True
                     results.append(result)
                 else:
@@ -282,7 +294,7 @@ class BucketedStreamJoin:
                 result = self._result(key, other_value, value, other_time, t, other_id, rid)
             flag = stored[:1]
             if once_other:
-                if self._try_decide(flag == DECIDED, other_time):
+                if self._try_decide(flag == DECIDED, other_time, other_id):
                     store.put(okey, DECIDED + stored[1:])
                     results.append(result)
                 else:
@@ -334,7 +346,7 @@ class BucketedStreamJoin:
             user, time_ms, record_id = parse_buffer_key(skey)
             result = self._unmatched(side, user, time_ms, self._decode(stored[1:]), record_id.decode())
             if self._once is not None and side == b"l":
-                if not self._try_decide(False, time_ms):
+                if not self._try_decide(False, time_ms, record_id.decode()):
                     self._duplicate()
                     continue
                 store.put(skey, DECIDED + stored[1:])

@@ -98,6 +98,17 @@ class JoinRegistry:
         self._store.put(self._gc + encode_ms(event_time_ms) + id_bytes, b"")
         return True
 
+    def advance_to(self, event_time_ms: int) -> None:
+        """Raise the largest registered time to ``event_time_ms`` (never lowers it).
+
+        For a registry only read and collected any more (a join that decides elsewhere now,
+        :mod:`samzapy.operators.stream_join_migrate`): its horizon keeps up with the new
+        decisions, so :meth:`gc` collects it.
+        """
+        if event_time_ms > self._max_time:
+            self._max_time = event_time_ms
+            self._store.put(self._max_key, encode_ms(event_time_ms))
+
     def is_registered(self, event_id: str) -> bool:
         """True when ``event_id`` is registered within the retention.
 

@@ -123,24 +123,60 @@ def test_layout_2_gives_layout_1s_outputs_and_logical_stores(tmp_path: Path, cra
     assert new[4] < old[4] * 0.7, (new[4], old[4])
 
 
-def test_each_layout_refuses_the_others_state_naming_the_store(tmp_path: Path) -> None:
-    events = ad_events(20, seed=1)
-    for layout, other in ((1, 2), (2, 1)):
-        base = tmp_path / f"v{layout}"
-        h = TaskHarness(AdClickJoinTask, load_config(CONFIG, [f"join.state.layout={layout}"]), base_dir=base)
-        for topic, key, value in events:
-            h.send(f"kafka.{topic}", key, value)
-        h.commit()
-        for store in h.stores.values():
-            store.close()
-        with pytest.raises(JoinLayoutError) as raised:
-            TaskHarness(AdClickJoinTask, load_config(CONFIG, [f"join.state.layout={other}"]), base_dir=base)
-        message = str(raised.value)
-        if other == 2:
-            assert "store 'click-buffer'" in message or "store 'join-state'" in message
-            assert "join.state.layout=1" in message
-        else:
-            assert "store 'join-expiry'" in message and "layout 2" in message
+def outputs_of(h: TaskHarness) -> dict[str, tuple[str, Any, Any]]:
+    found = {}
+    for stream in ("ad-clicks-joined", "unjoined-clicks"):
+        found |= {i: (stream, r.key, r.value) for i, r in distinct_by_id(h.records(stream)).items()}
+    return found
+
+
+def test_layout_1_state_is_migrated_at_start_and_the_outputs_are_layout_1s(tmp_path: Path) -> None:
+    """Half the input under layout 1, then the job restarted with layout 2 over the same
+    stores: they are rewritten at start, the layout-1 registry is still consulted (copies of
+    clicks decided before the switch, whose buffered record had expired, are refused), and
+    the outputs of both halves are those of layout 1 over the whole input."""
+    events = ad_events(400, seed=12)
+    want = run(1, events, tmp_path / "all-v1", 0)[0]
+    base = tmp_path / "switch"
+    half = len(events) // 2
+    first = TaskHarness(AdClickJoinTask, load_config(CONFIG, ["join.state.layout=1"]), base_dir=base)
+    for i, (topic, key, value) in enumerate(events[:half]):
+        first.send(f"kafka.{topic}", key, value)
+        if i % 200 == 199:
+            first.window()
+    first.commit()
+    got = outputs_of(first)
+    assert first.task.registry is not None and any(
+        e.key.startswith(b"reg\x00ri") for e in first.stores["join-state"].all()
+    )
+    for store in first.stores.values():
+        store.close()
+    second = TaskHarness(AdClickJoinTask, load_config(CONFIG, ["join.state.layout=2"]), base_dir=base)
+    assert second.task.legacy_registry is not None
+    assert second.stores["join-expiry"].get(b"\xff" * 8 + b"layout") is not None
+    for i, (topic, key, value) in enumerate(events[half:]):
+        second.send(f"kafka.{topic}", key, value)
+        if i % 200 == 199:
+            second.window()
+    for stream in ("kafka.impressions", "kafka.clicks"):
+        second.send(stream, None, {"control": "end-of-stream"}, headers=EOS[0])
+    second.window()
+    got |= outputs_of(second)
+    assert got == want
+    assert second.metrics.counter("duplicate-clicks").value > 0
+    second.close()
+
+
+def test_layout_1_refuses_layout_2_state_naming_the_store(tmp_path: Path) -> None:
+    base = tmp_path / "v2"
+    h = TaskHarness(AdClickJoinTask, load_config(CONFIG, ["join.state.layout=2"]), base_dir=base)
+    for topic, key, value in ad_events(20, seed=1):
+        h.send(f"kafka.{topic}", key, value)
+    h.commit()
+    for store in h.stores.values():
+        store.close()
+    with pytest.raises(JoinLayoutError, match="store 'join-expiry' holds the click join's state in layout 2"):
+        TaskHarness(AdClickJoinTask, load_config(CONFIG, ["join.state.layout=1"]), base_dir=base)
 
 
 def test_layout_2_refuses_stores_with_entries_but_no_marker() -> None:
