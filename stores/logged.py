@@ -63,9 +63,10 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         self._pending: dict[bytes, bytes | None] | None = {} if coalesce else None
         self._max_pending = max_pending
         # Coalescing only (class docstring): keys known to have no value in the store or the
-        # changelog, and the pending keys whose changelog has no earlier value.
+        # changelog; and the pending changes of fresh keys, kept apart from ``_pending`` (no
+        # key is in both) so that telling them apart costs no memory per key.
         self._absent: dict[bytes, None] = {}
-        self._fresh: set[bytes] = set()
+        self._fresh: dict[bytes, bytes] = {}
         # A store in RocksDB's TTL mode drops entries at compaction without a tombstone: a miss
         # there does not prove the changelog has no value, so no key is taken as absent.
         self._track_absent = getattr(getattr(inner, "options", None), "ttl_ms", None) is None
@@ -111,7 +112,7 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         else:
             for key, value in entries:
                 self._pend(pending, absent, fresh, key, value)
-        if len(pending) >= self._max_pending:
+        if len(pending) + len(fresh) >= self._max_pending:
             self._send_pending()
 
     def delete(self, key: bytes) -> None:
@@ -124,40 +125,42 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         if pending is None:
             self.changelog.send(key, value)
             return
-        self._pend(pending, self._absent, self._fresh, key, value)
-        if len(pending) >= self._max_pending:
+        fresh = self._fresh
+        self._pend(pending, self._absent, fresh, key, value)
+        if len(pending) + len(fresh) >= self._max_pending:
             self._send_pending()
 
     @staticmethod
     def _pend(
         pending: dict[bytes, bytes | None],
         absent: dict[bytes, None],
-        fresh: set[bytes],
+        fresh: dict[bytes, bytes],
         key: bytes,
         value: bytes | None,
     ) -> None:
         """Keep one change pending, dropping what the changelog does not need (class doc)."""
-        if value is None:
-            if key in fresh:  # created and deleted since the last send: nothing to log
-                fresh.discard(key)
-                del pending[key]
+        if key in fresh:
+            if value is None:  # created and deleted since the last send: nothing to log
+                del fresh[key]
                 absent[key] = None
-                return
-            if key in absent:  # it had no value: the delete changes nothing
-                return
+            else:
+                fresh[key] = value
         elif key in absent:
-            del absent[key]
-            fresh.add(key)
-        pending[key] = value
+            if value is not None:  # a delete of a key with no value changes nothing
+                del absent[key]
+                fresh[key] = value
+        else:
+            pending[key] = value
 
     def _send_pending(self) -> None:
-        self._fresh.clear()  # after this send every pending key has a value in the changelog
-        pending = self._pending
-        if pending:
-            self._pending = {}
+        pending, fresh = self._pending, self._fresh
+        if pending or fresh:
+            self._pending, self._fresh = {}, {}  # sent: every key's value is in the changelog
             send = self.changelog.send
             for key, value in pending.items():
                 send(key, value)
+            for key, fresh_value in fresh.items():
+                send(key, fresh_value)
 
     def invalidate(self) -> None:
         """Forget the changes not sent yet.
@@ -168,7 +171,7 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         if self._pending:
             self._pending = {}
         self._absent.clear()
-        self._fresh.clear()
+        self._fresh = {}
         super().invalidate()
 
     def flush(self) -> None:
