@@ -17,7 +17,8 @@ loop. Under the cooperative protocol (KIP-429) a task leaving this member is fir
 on here for a short grace (:data:`HANDOVER_GRACE_S`, while the round's other members fetch
 their assignments), then the listener waits (at most half the session timeout) until the
 container has committed the task and let it go (:meth:`GroupMembership.acknowledge`), and the
-task reaches its new owner in the follow-up round, right after that. Tasks that stay keep
+task reaches its new owner in the follow-up round, right after that (the new owner, told in
+its share that the tasks are withheld for it, joins that round at once). Tasks that stay keep
 running through both rounds.
 
 Ownership is still decided by samzapy's fence (:mod:`samzapy.container.fencing`): a member
@@ -190,6 +191,7 @@ class GroupMembership:
         self.assignor = TaskAssignor(inputs, job.standby_replication_factor - 1, local_state, warmup)
         self._probe_every_s = job.probing_rebalance_interval_ms / 1000
         self._probe_at: float | None = None  # monotonic: the next probing rebalance, while warming up
+        self._followed_up: TaskAssignment | None = None  # the last share whose withheld tasks we joined for
         self._notes = _Notes(self)
         self._seen_assignment: TaskAssignment | None = None
         self.rebalances = 0
@@ -247,10 +249,33 @@ class GroupMembership:
             while not self._stop.is_set():
                 self._consumer.poll(timeout_ms=POLL_MS)  # paused partitions: no records, only the protocol
                 self._commit_offsets()
+                self._maybe_follow_up()
                 self._maybe_probe()
         except BaseException as error:  # handed to the run loop, which stops the container
             self.failed = error
             log.exception("group %s: the membership thread failed", self.group_id)
+
+    def _maybe_follow_up(self) -> None:
+        """Join the follow-up round at once when this member's share names tasks withheld for it.
+
+        Their owner is revoking them (it runs them on for :data:`HANDOVER_GRACE_S`, then joins
+        the follow-up round itself). Joining now, not when a heartbeat would tell, puts this
+        member's join in that round before the owner's: on the dev broker a join that lands
+        after the leader's join was answered starts one more round (seen under load, with the
+        member's threads busy warming up copies), and the tasks wait for it unowned.
+        """
+        assignment = self.assignor.assignment
+        if assignment is None or not assignment.withheld or assignment is self._followed_up:
+            return
+        if self._state.stable_generation() is None:
+            return  # in a join already: it carries this member into the next round
+        self._followed_up = assignment
+        log.info(
+            "group %s: tasks %s are on their way here: joining the follow-up round",
+            self.group_id,
+            list(assignment.withheld),
+        )
+        self._state.request_rejoin()
 
     def _maybe_probe(self) -> None:
         """While this member warms up copies, ask for a rebalance every probing interval.
