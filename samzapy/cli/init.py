@@ -1,8 +1,14 @@
-"""``samzapy init NAME``: a new project that runs and passes its own test as written.
+"""``samzapy init NAME [--pipeline]``: a new project that runs and passes its own test as written.
 
-The files come from ``samzapy/cli/templates/project/`` (package data, so an installed wheel
-has them): a task module, its ``.properties`` on the embedded broker, a pytest test with the
+The files come from ``samzapy/cli/templates/`` (package data, so an installed wheel has them).
+``project/``: a task module, its ``.properties`` on the embedded broker, a pytest test with the
 harness fixture, ``conftest.py``, sample input and a README saying how to test and run it.
+``pipeline/`` (``--pipeline``): ``app.py`` (a pipeline, docs/pipelines.md), a test with
+:class:`~samzapy.pipeline.testing.PipelineHarness`, ``conftest.py``, sample input and a README.
+
+The task project stays the default: docs/first-job.md walks through it step by step and
+scripts already call ``samzapy init NAME`` for it; ``--pipeline`` is one flag away and the
+README of each template names the other.
 """
 
 from __future__ import annotations
@@ -20,10 +26,18 @@ from samzapy.cli.boundary import Command
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 #: template file -> file written (``$module``, ``$properties`` and ``$test_file`` substituted)
-FILES = {
+TASK_FILES = {
     "job.py.tmpl": "${module}.py",
     "job.properties.tmpl": "${properties}",
     "test_job.py.tmpl": "${test_file}",
+    "conftest.py.tmpl": "conftest.py",
+    "sample-input.jsonl.tmpl": "sample-input.jsonl",
+    "README.md.tmpl": "README.md",
+}
+#: the same for ``--pipeline`` (``samzapy/cli/templates/pipeline/``)
+PIPELINE_FILES = {
+    "app.py.tmpl": "app.py",
+    "test_app.py.tmpl": "${test_file}",
     "conftest.py.tmpl": "conftest.py",
     "sample-input.jsonl.tmpl": "sample-input.jsonl",
     "README.md.tmpl": "README.md",
@@ -54,8 +68,10 @@ def check_name(name: str) -> None:
         raise click.BadParameter(msg, param_hint="NAME")
 
 
-def write_project(name: str, target: Path) -> list[Path]:
+def write_project(name: str, target: Path, *, pipeline: bool = False) -> list[Path]:
     """Write project ``name`` into the new or empty directory ``target``; the files written.
+
+    A task project, or with ``pipeline`` a pipeline project (``app.py``).
 
     Raises:
         click.BadParameter: ``target`` exists and is not an empty directory.
@@ -71,10 +87,11 @@ def write_project(name: str, target: Path) -> list[Path]:
         "properties": f"{name}.properties",
         "test_file": f"test_{module}.py",
     }
-    templates = resources.files("samzapy.cli") / "templates" / "project"
+    kind, files = ("pipeline", PIPELINE_FILES) if pipeline else ("project", TASK_FILES)
+    templates = resources.files("samzapy.cli") / "templates" / kind
     target.mkdir(parents=True, exist_ok=True)
     written = []
-    for source, pattern in FILES.items():
+    for source, pattern in files.items():
         path = target / Template(pattern).substitute(values)
         path.write_text(Template((templates / source).read_text(encoding="utf-8")).substitute(values))
         written.append(path)
@@ -89,14 +106,20 @@ def write_project(name: str, target: Path) -> list[Path]:
     type=click.Path(file_okay=False, path_type=Path),
     help="Where to write the project (default: ./NAME; a new or empty directory).",
 )
-def init(name: str, directory: Path | None) -> None:
+@click.option(
+    "--pipeline",
+    is_flag=True,
+    help="A pipeline (app.py, docs/pipelines.md) instead of a task class and its .properties.",
+)
+def init(name: str, directory: Path | None, pipeline: bool) -> None:
     """Start a project.
 
     A job counting events per user, its config on the embedded broker, a test with the harness
-    and a README saying how to test and run it.
+    and a README saying how to test and run it. With --pipeline: a pipeline (app.py) counting
+    page views per user and minute, a test with PipelineHarness, the same README.
     """
     target = directory or Path(name)
-    for path in write_project(name, target):
+    for path in write_project(name, target, pipeline=pipeline):
         click.echo(f"wrote {path}")
     click.echo(
         f"\nnext: cd {target} && python -m pytest -q   (pytest: pip install pytest; then README.md:"

@@ -1,5 +1,5 @@
-"""``samzapy init NAME`` writes a project that passes its own test and runs on the embedded
-broker exactly as its README says, from a fresh directory (issue 31 item 3)."""
+"""``samzapy init NAME`` (and ``--pipeline``) writes a project that passes its own test and runs
+on the embedded broker exactly as its README says, from a fresh directory (issue 31 item 3)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,34 @@ def test_an_init_project_passes_its_test_and_runs_as_its_readme_says(tmp_path):
             '0:2\tann\t{"user":"ann","count":2}',
             '0:3\tann\t{"user":"ann","count":3}',
             '1:0\tcyd\t{"user":"cyd","count":1}',
+        ]
+    finally:
+        dev_broker.stop(tmp_path / "home" / "broker")
+
+
+def test_an_init_pipeline_project_passes_its_test_and_runs_as_its_readme_says(tmp_path):
+    env = _env(tmp_path)
+    _sh("samzapy init page-tally --pipeline", tmp_path, env)
+    project = tmp_path / "page-tally"
+    assert sorted(p.name for p in project.iterdir()) == [
+        "README.md",
+        "app.py",
+        "conftest.py",
+        "sample-input.jsonl",
+        "test_page_tally.py",
+    ]
+    test_block, run_block = re.findall(r"```sh\n(.*?)```", (project / "README.md").read_text(), re.DOTALL)
+    try:
+        tested = _sh(test_block.strip() + " -p no:cacheprovider", project, env)
+        assert re.search(r"^2 passed in ", tested.stdout, re.MULTILINE), tested.stdout
+        assert "warning" not in tested.stdout.lower()
+        outputs = [_sh(line, project, env) for line in run_block.splitlines() if line.strip()]
+        assert [loud_lines(o.stdout + o.stderr) for o in outputs] == [[], [], [], []]
+        assert outputs[-1].stdout.splitlines() == [  # per user and minute of "ts"; /health filtered
+            '0:0\tann\t{"key":"ann","start":0,"end":60000,"value":2}',
+            '0:1\tbob\t{"key":"bob","start":0,"end":60000,"value":1}',
+            '0:2\tann\t{"key":"ann","start":60000,"end":120000,"value":1}',
+            '1:0\tcyd\t{"key":"cyd","start":0,"end":60000,"value":1}',
         ]
     finally:
         dev_broker.stop(tmp_path / "home" / "broker")
