@@ -6,14 +6,16 @@ Samza's ``read-rocksdb-tool.sh`` flags work as they are::
         --db-path=/tmp/state/test-state/Partition_0 --db-name=test-state --string-key=a,b,c
 
 and more: ``--json-key``/``--hex-key``, ``--format json``, ``scan``, ``count`` and ``stats``,
-every partition at once. Stores are opened as RocksDB secondary instances (never the job's
-lock); see :mod:`samzapy.tools.reader`. The work is done by
+every partition at once. ``--config-path`` may also name a pipeline (``app.py``, as ``samzapy
+run`` takes it: :mod:`samzapy.tools.job_source`). Stores are opened as RocksDB secondary
+instances (never the job's lock); see :mod:`samzapy.tools.reader`. The work is done by
 :class:`~samzapy.tools.reader.RocksDbKeyValueReader`; this module only parses and prints.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,9 +25,10 @@ import click
 
 from samzapy.cli.boundary import Group
 from samzapy.cli.logs import setup_logging
-from samzapy.cli.options import config_path_option, logging_options
+from samzapy.cli.options import logging_options
 from samzapy.store_codec import KEY_FORMATS, default_format, parse_key, parse_keys, render_text, to_json
-from samzapy.tools.common import BadInputError, load_job
+from samzapy.tools.common import BadInputError
+from samzapy.tools.job_source import config_path_option, load_tool_job
 from samzapy.tools.reader import DbStats, RocksDbKeyValueReader
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -42,7 +45,7 @@ _FORMAT = click.option(
 def _store_options(func: F) -> F:
     for option in reversed(
         [
-            config_path_option(),
+            config_path_option,
             click.option(
                 "--db-path",
                 required=True,
@@ -56,7 +59,12 @@ def _store_options(func: F) -> F:
                 type=click.IntRange(min=0),
                 help="Read only this partition (default: every partition found).",
             ),
-            click.option("-q", "--quiet", is_flag=True, help="Do not print the note about the job's cache."),
+            click.option(
+                "-q",
+                "--quiet",
+                is_flag=True,
+                help="Do not print the note about the job's cache (it is printed once per store anyway).",
+            ),
         ]
     ):
         func = option(func)
@@ -80,11 +88,31 @@ def main(verbose: bool, log_file: Path | None, log_format: str, log_config: Path
 def _open(
     config_path: str, db_path: Path, db_name: str | None, partition: int | None, quiet: bool
 ) -> Iterator[RocksDbKeyValueReader]:
-    """The reader; after a successful read, the note on what it cannot see (stderr)."""
-    with RocksDbKeyValueReader(db_name, db_path, load_job(config_path), partition) as reader:
+    """The reader; after a successful read, the note on what it cannot see (stderr, once)."""
+    with RocksDbKeyValueReader(db_name, db_path, load_tool_job(config_path), partition) as reader:
         yield reader
-        if not quiet:
+        if not quiet and _first_note(reader):
             _note(reader)
+
+
+def _first_note(reader: RocksDbKeyValueReader) -> bool:
+    """Whether the note on this job's store is new on this machine; remembers that it was said.
+
+    A marker per job, store and cache size under ``$SAMZAPY_HOME/notes`` (``~/.samzapy``): the
+    note says nothing new on a second call, but a changed cache size is worth saying again.
+    """
+    store, job = reader.store, reader.job
+    home = os.environ.get("SAMZAPY_HOME")
+    notes = (Path(home) if home else Path.home() / ".samzapy") / "notes" / "read-rocksdb-tool"
+    marker = notes / f"{job.job_name}-{job.job_id}.{store.name}.cache-{store.object_cache_size}"
+    if marker.exists():
+        return False
+    try:
+        notes.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # nowhere to remember it: say it on every call rather than never
+    return True
 
 
 def _note(reader: RocksDbKeyValueReader) -> None:
@@ -100,7 +128,7 @@ def _note(reader: RocksDbKeyValueReader) -> None:
             f"(task.commit.ms={job.commit_ms}) or when {store.write_batch_size} are dirty: "
             f"set stores.{store.name}.object.cache.size=0 or lower task.commit.ms to see writes sooner"
         )
-    click.echo(text, err=True)
+    click.echo(text + " (said once per store)", err=True)
 
 
 @main.command()

@@ -5,6 +5,9 @@ Samza's ``state-storage-tool.sh`` flags work as they are::
     state-storage-tool restore --config-path=file:///path/to/job.properties --path=/tmp/state
     state-storage-tool verify --config-path job.properties --path /tmp/state
 
+``--config-path`` may also name a pipeline (``app.py``, as ``samzapy run`` takes it:
+:mod:`samzapy.tools.job_source`) for ``restore`` and ``verify``.
+
 The work is done by :func:`samzapy.tools.restore.restore_stores` and
 :func:`samzapy.tools.verify.verify_stores`; this module only parses and prints. Errors, exit
 codes and logging are those of every samzapy command (:mod:`samzapy.cli.boundary`): a bad
@@ -20,10 +23,10 @@ import click
 
 from samzapy.cli.boundary import Group
 from samzapy.cli.logs import setup_logging
-from samzapy.cli.options import config_path_option, logging_options
+from samzapy.cli.options import logging_options
 from samzapy.progress import Progress
 from samzapy.store_codec import render_text, to_json
-from samzapy.tools.common import load_job
+from samzapy.tools.job_source import config_path_option, load_tool_job
 from samzapy.tools.restore import ENGINES, RestoreReport, restore_with_engine
 from samzapy.tools.verify import MAX_EXAMPLES, VerifyReport, verify_stores
 
@@ -40,7 +43,7 @@ def main(verbose: bool, log_file: Path | None, log_format: str, log_config: Path
 
 
 @main.command()
-@config_path_option()
+@config_path_option
 @click.option("--path", "path", required=True, type=_PATH, help="Base directory to restore into.")
 @click.option(
     "--store",
@@ -83,7 +86,7 @@ def restore(
     restore. By default the stores are restored to the changelog's end (read-only: safe while
     the job runs); a PATH that already holds restored stores is brought forward incrementally.
     """
-    setup = load_job(config_path)
+    setup = load_tool_job(config_path)
     shown = Progress("restore") if progress else None
     report = restore_with_engine(
         engine,
@@ -121,7 +124,7 @@ def _print_restore(report: RestoreReport) -> None:
 
 
 @main.command()
-@config_path_option()
+@config_path_option
 @click.option("--path", "path", required=True, type=_PATH, help="Base directory holding the stores.")
 @click.option(
     "--store",
@@ -159,7 +162,7 @@ def verify(
     different. Exits 1 on any difference.
     """
     report = verify_stores(
-        load_job(config_path), path, stores=stores, partitions=partitions, max_examples=max_examples
+        load_tool_job(config_path), path, stores=stores, partitions=partitions, max_examples=max_examples
     )
     if fmt == "json":
         _print_verify_json(report)

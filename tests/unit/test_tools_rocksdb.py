@@ -35,6 +35,12 @@ STORES: dict[str, tuple[str, str, dict[Any, Any]]] = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SAMZAPY_HOME per test: the cache note is said once per store and home."""
+    monkeypatch.setenv("SAMZAPY_HOME", str(tmp_path / "home"))
+
+
 def _key(store: str, key: Any) -> Any:
     return json.loads(key) if store == "jsons" else key
 
