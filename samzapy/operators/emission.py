@@ -7,8 +7,9 @@ Three emission modes exist for every window kind (see ``docs/patterns/window-agg
 * ``final``: one result per window, when it closes (its id is the window's id);
 * ``update``: the window's new value after every change (id from the input record, the
   window's id in :attr:`WindowResult.id <samzapy.operators.windows.WindowResult>` is
-  ``None``; the task puts the window id into the message so downstream can upsert), then
-  the final result when it closes;
+  ``None``; the task, or the pipeline's window stage, puts the window id,
+  :func:`~samzapy.output_ids.window_id` of the window's bounds, into the message so
+  downstream can upsert: a session's bounds so far), then the final result when it closes;
 * early firing (Samza's early trigger): every ``early_fire_ms`` of processing time, the current
   value of every window changed since the last firing, then the final result.
 

@@ -28,6 +28,7 @@ from samzapy.operators.event_time import (
     late_bound,
 )
 from samzapy.operators.key_encoding import MIN_MS
+from samzapy.output_ids import window_id
 from samzapy.pipeline.api import Node
 from samzapy.pipeline.specs import Counted, Hopping, Session, Sliding, Tumbling
 from samzapy.pipeline.stages import Clock
@@ -173,7 +174,9 @@ class WindowStage(Clock):
             if not self.plain:
                 value["final"] = r.final
                 value["late"] = r.late
-                value["window_id"] = r.window or r.id
+                # the id downstream upserts by: the final result's own id, on the updates and
+                # early results too (their record ids differ: an input's, an early digest)
+                value["window_id"] = r.window or window_id(r.key, r.start, r.end)
             self.emit(key, value, r.end - 1, r.id)
 
 
