@@ -23,6 +23,7 @@ from samzapy.pipeline.api import App, PipelineError
 from samzapy.pipeline.compiler import TASKS_KEY
 from samzapy.pipeline.graph import merge_on_path, source_roots
 from samzapy.pipeline.plan_check import ACCEPT_KEY, KafkaPlanRecord, check_and_record, plan_topic
+from samzapy.pipeline.serde_check import check_serde_names
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,9 @@ def pipeline_config(spec: str, overrides: Sequence[str] = (), properties: str | 
     _refuse_plan_keys(extra, parsed, source)
     base = Path(source).resolve().parent if path.suffix == ".py" else None
     config = Config([*entries, *extra], source=source, base_dir=base)
-    return config.with_overrides(parsed) if parsed else config
+    config = config.with_overrides(parsed) if parsed else config
+    check_serde_names(config)  # each bad name once, at its stage: not again at every inheritor
+    return config
 
 
 #: Keys the plan alone sets: from a .properties file or --config they would cut the job from its

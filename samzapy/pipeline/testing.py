@@ -27,6 +27,7 @@ from samzapy.kafka.partitioner import partition_for_key
 from samzapy.operators.event_time import CONTROL_HEADER, END_OF_STREAM, WATERMARK
 from samzapy.pipeline.api import App
 from samzapy.pipeline.compiler import TASKS_KEY
+from samzapy.pipeline.serde_check import check_serde_names
 from samzapy.pipeline.task import PipelineTask
 from samzapy.streams import SystemStream
 from samzapy.testing import HarnessError, MemoryBroker, TaskHarness, distinct_by_id
@@ -50,6 +51,7 @@ class PipelineHarness:
         extra = {f"systems.kafka.streams.{t}.partitions": partitions for t in self.plan.intermediate_topics}
         extra[TASKS_KEY] = partitions
         self.config = Config(entries).with_overrides({**extra, **(config or {})})
+        check_serde_names(self.config)  # a bad name once, at the stage that wrote it
         self.broker = MemoryBroker(default_partitions=partitions)
         #: The harness's wall clock in ms (what the tasks' harnesses start from too).
         self.wall_clock_ms = 0
