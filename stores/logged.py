@@ -11,10 +11,12 @@ from samzapy.stores.wrapped import WrappedStore
 #: With coalescing, pending changes are sent early once this many keys are pending (bounds
 #: the memory they hold between two commits).
 MAX_PENDING = 100_000
-#: With coalescing, how many keys read as absent are remembered (cleared when full: a key
-#: forgotten only costs the records it would have saved). A key is read (and missed) shortly
-#: before it is written down, within the object cache's write batch.
-MAX_ABSENT = 32_768
+#: With coalescing, how many keys read as absent are remembered per store (cleared when full:
+#: a key forgotten only costs the records it would have saved). A key is read (and missed)
+#: shortly before it is written down, within the object cache's write batch, and leaves this
+#: set then; keys read and never written (a join probing for absent keys) fill it, so it is
+#: kept small (~1.5 MB at most per store).
+MAX_ABSENT = 16_384
 
 
 class LoggedStore(WrappedStore[bytes, bytes]):
@@ -141,8 +143,9 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         """Keep one change pending, dropping what the changelog does not need (class doc)."""
         if key in fresh:
             if value is None:  # created and deleted since the last send: nothing to log
+                # Not taken as absent again: closed windows' keys are not written again, and
+                # would only hold memory until the next clear.
                 del fresh[key]
-                absent[key] = None
             else:
                 fresh[key] = value
         elif key in absent:
