@@ -322,7 +322,9 @@ KEYS: tuple[KeySpec, ...] = (
         int_type(100),
         FROM_MODEL,
         "Group mode: while warm-up copies exist, a member holding one asks for a rebalance this often, so "
-        "that a task moves once its copy has caught up.",
+        "that a task moves once its copy has caught up (a member also asks at once when all its warm-up "
+        "copies are within job.coordinator.acceptable.recovery.lag, at most once per 5 s: this interval is "
+        "the fallback).",
         _JOB,
         field="probing_rebalance_interval_ms",
     ),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from samzapy.checkpoint import TaskCheckpoint
 from samzapy.config import JobConfig
@@ -63,6 +63,9 @@ class GroupTasks:
         metrics: the container's metrics group (rebalance counters and gauges).
         query_url: this member's query URL, announced to the leader (``None``: no queries).
         instance_id: the static member id, if any.
+        copy_lags: how far behind each standby or warm-up copy here is
+            (:meth:`~samzapy.container.task_followers.StandbyFollower.copy_lags`): the member asks
+            for a probing rebalance once its warm-up copies caught up.
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class GroupTasks:
         metrics: MetricsGroup,
         query_url: str | None,
         instance_id: str | None,
+        copy_lags: Callable[[], Mapping[int, int | None]] | None = None,
     ) -> None:
         self._job = job
         self._tasks = manager
@@ -95,7 +99,7 @@ class GroupTasks:
         self._reported_rebalance: str | None = None
         self._reported_at = 0.0
         self.membership = GroupMembership(
-            job, servers, sorted({s.stream for s in input_counts}), self._local_state, instance_id
+            job, servers, sorted({s.stream for s in input_counts}), self._local_state, instance_id, copy_lags
         )
         metrics.gauge("group-generation", lambda: self.membership.generation)
         metrics.gauge("rebalances", lambda: self.membership.rebalances)

@@ -311,6 +311,8 @@ class Container:
                 metrics=self.metrics,
                 query_url=self.query_url,
                 instance_id=self.instance_id,
+                # the standby follower is subscribed below; read only once the group has a share
+                copy_lags=lambda: {} if self._standby is None else self._standby.copy_lags(),
             )
             if self._queries is not None:  # queries route with the group's task -> endpoint map
                 group = self.group

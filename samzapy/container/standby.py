@@ -244,6 +244,26 @@ class StandbyReplicas:
                 except Exception:
                     log.exception("closing the %s failed", store)
 
+    def copy_lags(self) -> dict[int, int | None]:
+        """Per task kept here, the changelog records its copy is behind the owner's committed state.
+
+        The sum over the task's stores of the committed offset minus the newest local checkpoint
+        (what a move of the task here would replay, and what the group's leader compares: see
+        :func:`samzapy.container.held_state.held_state`). ``None`` while not known (a store has
+        not read the owner's checkpoint yet) or never (the copy was given up, the thread failed).
+        Read from another thread (the group membership's): plain reads of ints.
+        """
+        lags: dict[int, int | None] = dict.fromkeys(self.partitions, 0)
+        for store in self.stores:
+            lag = lags.get(store.partition)
+            if lag is None:
+                continue
+            if self.failed or store.disabled or store.committed is None:
+                lags[store.partition] = None
+            else:
+                lags[store.partition] = lag + store.committed - store.checkpointed
+        return lags
+
     def _report(self, state: str, error: str | None = None) -> None:
         if self._status is not None:
             self._status.standby((task_name_for(p) for p in self.partitions), state, error)

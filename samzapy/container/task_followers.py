@@ -182,6 +182,9 @@ class Standbys(Protocol):
     def stop(self) -> None:
         """Stop keeping the copies warm (a last local checkpoint of each)."""
 
+    def copy_lags(self) -> dict[int, int | None]:
+        """Per task kept, the changelog records its copy is behind (``None``: not known)."""
+
 
 class StandbyFollower:
     """Keeps the standby replicas on the manager's standby and warming-up copies.
@@ -215,6 +218,15 @@ class StandbyFollower:
         self._following = wanted
         if wanted:
             self._replicas = self._start(wanted)
+
+    def copy_lags(self) -> dict[int, int | None]:
+        """Per task a copy is kept of now, how far behind it is (see :meth:`Standbys.copy_lags`).
+
+        Empty while no replicas run. Called from the group membership's thread: the replicas
+        are read through one reference, a restart swaps it.
+        """
+        replicas = self._replicas
+        return {} if replicas is None else replicas.copy_lags()
 
     def stop(self) -> None:
         """Stop the replicas (at shutdown, and before a restart)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ from kafka.errors import KafkaError
 
 from samzapy.config import JobConfig
 from samzapy.coordinator.assignor import LocalState, TaskAssignment, TaskAssignor, WarmupRules
+from samzapy.coordinator.warmup_probe import CAUGHT_UP, ProbeSchedule
 from samzapy.kafka import group_state
 
 log = logging.getLogger(__name__)
@@ -175,6 +176,9 @@ class GroupMembership:
         inputs: the job's input topics (task ``N`` takes partition ``N`` of each).
         local_state: what this member holds now, asked at every join.
         instance_id: static membership (``--instance-id`` / ``job.coordinator.instance.id``).
+        copy_lags: per task this member keeps a copy of, the changelog records the copy is
+            behind its owner's committed state (``None``: not known yet); asked by the
+            membership thread, so that it asks for a probe once its warm-up copies caught up.
     """
 
     def __init__(
@@ -184,13 +188,14 @@ class GroupMembership:
         inputs: list[str],
         local_state: Callable[[], LocalState],
         instance_id: str | None = None,
+        copy_lags: Callable[[], Mapping[int, int | None]] | None = None,
     ) -> None:
         self.group_id = job.group_id
         self.instance_id = instance_id
         warmup = WarmupRules(job.acceptable_recovery_lag, job.max_warmup_replicas)
         self.assignor = TaskAssignor(inputs, job.standby_replication_factor - 1, local_state, warmup)
-        self._probe_every_s = job.probing_rebalance_interval_ms / 1000
-        self._probe_at: float | None = None  # monotonic: the next probing rebalance, while warming up
+        self._probes = ProbeSchedule(job.probing_rebalance_interval_ms / 1000, job.acceptable_recovery_lag)
+        self._copy_lags = copy_lags
         self._followed_up: TaskAssignment | None = None  # the last share whose withheld tasks we joined for
         self._notes = _Notes(self)
         self._seen_assignment: TaskAssignment | None = None
@@ -278,25 +283,34 @@ class GroupMembership:
         self._state.request_rejoin()
 
     def _maybe_probe(self) -> None:
-        """While this member warms up copies, ask for a rebalance every probing interval.
+        """While this member warms up copies, ask for a rebalance when :class:`ProbeSchedule` says.
 
-        The leader then moves a task whose copy here has caught up (KIP-441).
+        At once when every warm-up copy here is within the acceptable lag (at most once per
+        :data:`~samzapy.coordinator.warmup_probe.CAUGHT_UP_PROBE_FLOOR_S`), else every probing
+        interval. The leader then moves a task whose copy here has caught up (KIP-441).
         """
         assignment = self.assignor.assignment
-        if assignment is None or not assignment.warmups:
-            self._probe_at = None
+        warmups = () if assignment is None else assignment.warmups
+        if warmups and self._state.stable_generation() is None:
+            return  # in a join already: it is the probe
+        lags = {} if self._copy_lags is None or not warmups else self._copy_lags()
+        reason = self._probes.due(warmups, lags, time.monotonic())
+        if reason is None:
             return
-        now = time.monotonic()
-        if self._probe_at is None:
-            self._probe_at = now + self._probe_every_s
-        elif now >= self._probe_at and self._state.stable_generation() is not None:
+        if reason == CAUGHT_UP:
+            log.info(
+                "group %s: the warm-up copies of tasks %s caught up (lags %s): probing rebalance",
+                self.group_id,
+                list(warmups),
+                {t: lags.get(t) for t in warmups},
+            )
+        else:
             log.info(
                 "group %s: probing rebalance: are the warm-up copies of tasks %s caught up?",
                 self.group_id,
-                list(assignment.warmups),
+                list(warmups),
             )
-            self._probe_at = now + self._probe_every_s
-            self._state.request_rejoin()
+        self._state.request_rejoin()
 
     def poll(self) -> Rebalance:
         """What the rebalances completed since the last call changed (empty when nothing did).

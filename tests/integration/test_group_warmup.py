@@ -1,11 +1,12 @@
 """Moves that wait for a warm copy in group mode (KIP-441, issue 30): a member joining a group
 whose tasks have large state takes them only after its warm-up copies caught up, found out by
-a probing rebalance; the warm-up copies start from the store's newest snapshot in the blob
-store, not from scratch; the moved tasks restore from the warm-up copy's checkpoint (a short
-tail), and every count is exact. The moved tasks stop for one group round, as in any
-cooperative move (a normal rebalance's gap): they run on their old owner until it revokes them,
-and the first assignment the leader computes after that gives them to the new member, which
-runs them from it. Real dev broker, member subprocesses."""
+a probing rebalance the member asks for as soon as its copies are within the acceptable lag
+(the periodic probe, every 60 s by default, never comes into it); the warm-up copies start
+from the store's newest snapshot in the blob store, not from scratch; the moved tasks restore
+from the warm-up copy's checkpoint (a short tail), and every count is exact. The moved tasks
+stop for one group round, as in any cooperative move (a normal rebalance's gap): they run on
+their old owner until it revokes them, and the first assignment the leader computes after that
+gives them to the new member, which runs them from it. Real dev broker, member subprocesses."""
 
 from __future__ import annotations
 
@@ -25,8 +26,7 @@ TASKS = 4
 WARMUP = {
     "job.coordinator.max.warmup.replicas": "2",
     "job.coordinator.acceptable.recovery.lag": "2000",
-    "job.coordinator.probing.rebalance.interval.ms": "1500",
-}
+}  # the default probing interval (60 s): the move must come from b's caught-up probe
 RESTORED = re.compile(
     r"restored KafkaChangelog\('[^']+', (\d+)\) to changelog offset \d+ from ([^:]+): (\d+) records"
 )
@@ -95,7 +95,15 @@ def test_a_joining_member_takes_tasks_only_after_its_warm_up_copies_caught_up(tm
         for process in (p for p in (a, b) if p is not None):
             stop(process)
     text = logs["a"].read_text() + logs["b"].read_text()
-    assert "probing rebalance: are the warm-up copies of tasks" in text
+    # b asked for the probe once its copies caught up, before b ran any moved task, and no
+    # periodic probe (due 60 s after the copies began) came before b ran them
+    probed = stamped(logs["b"], r"warm-up copies of tasks \[[^\]]*\] caught up .*: probing rebalance")
+    first_run = stamped(logs["b"], r"Partition \d: restored in .*processing")[0][0]
+    assert probed and probed[0][0] < first_run, (probed, first_run)
+    periodic = stamped(logs["a"], "probing rebalance: are the") + stamped(
+        logs["b"], "probing rebalance: are the"
+    )
+    assert not [t for t, _ in periodic if t < first_run], periodic
     # the warm-up copies began from a's snapshots, then read only the changelog after them
     assert re.search(r"standby of store 'counts' of Partition \d: starts from standby checkpoint", text)
     assert "downloaded as the restore's base" in logs["b"].read_text()

@@ -116,3 +116,41 @@ def test_a_revoked_task_runs_on_for_the_handover_grace_then_goes_to_the_containe
     assert member.seen[0] == (1.25, set())  # the grace first: the task still runs here
     assert member.seen[1][1] == {2}  # then handed to the container, which commits and lets it go
     assert notes.take(None).revoked == {2}
+
+
+def test_a_member_probes_as_soon_as_every_warm_up_copy_is_within_the_acceptable_lag() -> None:
+    from samzapy.coordinator.warmup_probe import CAUGHT_UP, ProbeSchedule
+
+    probes = ProbeSchedule(every_s=60.0, acceptable_lag=1_000, floor_s=5.0)
+    assert probes.due((2, 3), {2: 40_000, 3: 40_000}, now=0.0) is None  # both cold
+    assert probes.due((2, 3), {2: 900, 3: 1_001}, now=1.0) is None  # 3 is one record too far
+    assert probes.due((2, 3), {2: 900}, now=1.5) is None  # 3's lag not known yet
+    assert probes.due((2, 3), {2: 900, 3: None}, now=1.6) is None  # nor now
+    assert probes.due((2, 3), {2: 900, 3: 1_000}, now=2.0) == CAUGHT_UP  # long before 60 s
+    assert probes.due((), {}, now=2.1) is None  # no warm-up copies: never a probe
+    assert probes.due((), {2: 0}, now=100.0) is None
+
+
+def test_caught_up_probes_are_at_most_one_per_floor_however_often_the_member_polls() -> None:
+    from samzapy.coordinator.warmup_probe import CAUGHT_UP, ProbeSchedule
+
+    probes = ProbeSchedule(every_s=60.0, acceptable_lag=1_000, floor_s=5.0)
+    warm = {2: 0, 3: 10}
+    polls = [i * 0.2 for i in range(100)]  # 20 s of membership polls, copies warm all along
+    fired = [t for t in polls if probes.due((2, 3), warm, now=t) is not None]
+    assert fired == [0.0, 5.0, 10.0, 15.0]
+    assert probes.due((2, 3), warm, now=20.0) == CAUGHT_UP
+
+
+def test_copies_that_do_not_catch_up_are_probed_every_probing_interval() -> None:
+    from samzapy.coordinator.warmup_probe import PERIODIC, ProbeSchedule
+
+    probes = ProbeSchedule(every_s=60.0, acceptable_lag=1_000, floor_s=5.0)
+    cold = {2: 50_000}
+    fired = [(t, r) for t in range(0, 181, 1) if (r := probes.due((2,), cold, now=float(t))) is not None]
+    assert fired == [(60, PERIODIC), (120, PERIODIC), (180, PERIODIC)]
+    # a caught-up probe restarts the periodic clock; new copies after none restart it too
+    assert probes.due((), {}, now=181.0) is None
+    assert probes.due((3,), {3: 50_000}, now=200.0) is None
+    assert probes.due((3,), {3: 50_000}, now=259.0) is None
+    assert probes.due((3,), {3: 50_000}, now=260.0) == PERIODIC
