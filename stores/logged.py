@@ -157,6 +157,8 @@ class LoggedStore(WrappedStore[bytes, bytes]):
 
     def _send_pending(self) -> None:
         pending, fresh = self._pending, self._fresh
+        if pending is None:  # not coalescing: every change was sent as it came
+            return
         if pending or fresh:
             self._pending, self._fresh = {}, {}  # sent: every key's value is in the changelog
             send = self.changelog.send

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from samzapy.kafka import partitioner
 from samzapy.kafka.partitioner import murmur2, partition_for_key
 
@@ -22,7 +24,7 @@ def test_cached_partitions_equal_murmur2_over_random_keys_and_partition_counts()
             assert [partition_for_key(k, partitions) for k in keys] == [_slow(k, partitions) for k in keys]
 
 
-def test_partitions_stay_exact_when_the_cache_is_emptied_for_being_full(monkeypatch) -> None:
+def test_partitions_stay_exact_when_the_cache_empties(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(partitioner, "_HASHES", {})
     monkeypatch.setattr(partitioner, "_HASHES_MAX", 5)
     keys = [b"k%d" % i for i in range(23)]

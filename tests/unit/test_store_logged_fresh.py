@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from samzapy.config import Config
 from samzapy.config.job import parse_job_config
 from samzapy.metrics import MetricsGroup
+from samzapy.stores.engine import StorageEngine
 from samzapy.stores.factory import build_store
 from samzapy.stores.logged import MAX_ABSENT, LoggedStore
 from samzapy.stores.memory import InMemoryStore
@@ -140,7 +142,7 @@ def test_random_changes_restore_to_the_same_state_as_without_coalescing() -> Non
         assert len(fast_log.records) <= len(slow_log.records)
 
 
-def _window_store(tmp_path: Path, name: str, log: InMemoryChangelog):
+def _window_store(tmp_path: Path, name: str, log: InMemoryChangelog) -> StorageEngine[Any, Any]:
     config = Config.from_dict(
         {
             "job.name": "j",
