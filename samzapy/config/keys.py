@@ -332,9 +332,9 @@ KEYS: tuple[KeySpec, ...] = (
         "job.coordinator.max.warmup.replicas",
         int_type(0),
         FROM_MODEL,
-        "Group mode: warm-up copies the group keeps at once (Kafka Streams' max.warmup.replicas, whose "
-        "default is 2); 0, the default here, moves tasks at once (a restore on the new member, from a "
-        "snapshot when the store has them). A dead member's tasks always move at once.",
+        "Group mode: warm-up copies the group keeps at once (Kafka Streams' max.warmup.replicas, same "
+        "default); 0 moves tasks at once (a restore on the new member, from a snapshot when the store has "
+        "them). A dead member's tasks always move at once.",
         _JOB,
         field="max_warmup_replicas",
     ),

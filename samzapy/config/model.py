@@ -178,7 +178,7 @@ class JobConfig:
     standby_replication_factor: int = 1  # 1: no standby copies (samzapy/container/standby.py)
     acceptable_recovery_lag: int = 10_000  # group mode: a move waits for a copy this close (records)
     probing_rebalance_interval_ms: int = 60_000  # group mode: how often warm-up copies are checked
-    max_warmup_replicas: int = 0  # group mode: warm-up copies at once (0, the default: moves never wait)
+    max_warmup_replicas: int = 2  # group mode: warm-up copies at once (Kafka Streams' default; 0: never)
     max_concurrency: int = 1
     input_order: str = "timestamp"  # task.input.order: timestamp (merged, as the replay) or arrival
     max_idle_ms: int | None = 0  # task.max.idle.ms: wait for a caught-up input; None: never wait
