@@ -115,11 +115,13 @@ def name_typed_option(error: click.BadParameter, args: list[str]) -> None:
         error.param_hint = f"'{typed[-1]}'"
 
 
-class Command(click.Command):
-    """A click command that runs inside :func:`error_boundary`; ``-h`` is help.
+class _BoundaryCommand(click.Command):
+    """What :class:`Command` and :class:`Group` share; ``invoke`` runs in :func:`error_boundary`.
 
-    Also when it is invoked alone, as ``spark-submit jobs/spark_replay.py`` does with
-    ``samzapy replay``.
+    ``-h`` is help, and a bad value's error names the option as it was typed.
+
+    :class:`Group` lists this class before ``click.Group``, so its ``super()`` calls reach
+    ``click.Group`` there and ``click.Command`` in :class:`Command`.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -135,12 +137,23 @@ class Command(click.Command):
             raise
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; errors become ``Error:`` lines and exit codes."""
+        """Run the command (a group's: and the chosen subcommand); errors become ``Error:`` lines.
+
+        The boundary maps them to exit codes (module docstring).
+        """
         with error_boundary():
             return super().invoke(ctx)
 
 
-class Group(click.Group):
+class Command(_BoundaryCommand):
+    """A click command that runs inside :func:`error_boundary`; ``-h`` is help.
+
+    Also when it is invoked alone, as ``spark-submit jobs/spark_replay.py`` does with
+    ``samzapy replay``.
+    """
+
+
+class Group(_BoundaryCommand, click.Group):
     """A click group whose subcommands (and its own callback) run inside :func:`error_boundary`.
 
     ``-h`` is help.
@@ -148,20 +161,3 @@ class Group(click.Group):
 
     command_class = Command
     group_class = type  # subgroups are of this class too
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **_with_help_alias(kwargs))
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """Parse ``args``; a bad value's error names the option as it was typed."""
-        typed = list(args)
-        try:
-            return super().parse_args(ctx, args)
-        except click.BadParameter as error:
-            name_typed_option(error, typed)
-            raise
-
-    def invoke(self, ctx: click.Context) -> Any:
-        """Run the group and the chosen subcommand; errors become ``Error:`` lines and exit codes."""
-        with error_boundary():
-            return super().invoke(ctx)
