@@ -84,6 +84,7 @@ from samzapy.operators.event_time import (
     input_streams,
     late_bound,
     lineage_of,
+    window_closed,
 )
 
 HOUR_MS = 3_600_000
@@ -169,7 +170,7 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
             # upstream tasks' outputs interleave in this partition.
             bound = late_bound(lineage.progress, self.lateness)
             self.time.advance(lineage.source, max(lineage.progress, t))
-        if self._closed(t, bound):
+        if window_closed(self.assigner, t, bound):
             self._late(envelope, collector)
             return
         if isinstance(self.assigner, HoppingWindows):
@@ -181,20 +182,6 @@ class PageViewCounterTask(StreamTask, InitableTask, WindowableTask):
             self._late(envelope, collector)
         elif added.updates:
             self._send_results(added.updates, collector)
-
-    def _closed(self, t: int, bound: int) -> bool:
-        """Whether every window that could hold a view at ``t`` ends at or before ``bound``."""
-        assigner = self.assigner
-        if isinstance(assigner, TumblingWindows):
-            # The end of t's tumbling window, without the assigner's list (once per view).
-            return t - (t - assigner.offset_ms) % assigner.size_ms + assigner.size_ms <= bound
-        if isinstance(assigner, SessionWindows):
-            return t + assigner.gap_ms <= bound
-        if isinstance(assigner, SlidingWindows):
-            return t + assigner.difference_ms + 1 <= bound
-        if isinstance(assigner, HoppingWindows):
-            return assigner.assign(t)[-1][1] <= bound
-        return False  # count windows: nothing is late
 
     def _late(self, envelope: IncomingMessageEnvelope, collector: MessageCollector) -> None:
         self.late.inc()

@@ -39,8 +39,10 @@ import orjson
 
 from samzapy.errors import TaskError
 from samzapy.operators.key_encoding import MAX_MS, MIN_MS, decode_u64, encode_u64
+from samzapy.operators.sliding import SlidingWindows
 from samzapy.operators.state_layout import ALL, MAX, MIN, SUM, TaskEntries
 from samzapy.operators.watermark import Watermark
+from samzapy.operators.windows import HoppingWindows, SessionWindows, TumblingWindows
 from samzapy.stores.base import KeyValueStore
 from samzapy.streams import SystemStream
 from samzapy.task import IncomingMessageEnvelope
@@ -165,6 +167,25 @@ def late_bound(progress: int, allowed_lateness_ms: int) -> int:
     if progress in (MIN_MS, MAX_MS):
         return progress
     return max(MIN_MS + 1, progress - allowed_lateness_ms)
+
+
+def window_closed(assigner: Any, time_ms: int, bound: int) -> bool:
+    """Whether every window that could hold a record at ``time_ms`` ends at or before ``bound``.
+
+    ``assigner`` is a :class:`TumblingWindows`, :class:`HoppingWindows`,
+    :class:`SessionWindows` or :class:`SlidingWindows`; anything else (count windows) has no
+    event-time end, so nothing is closed. ``bound`` is usually :func:`late_bound`'s.
+    """
+    if isinstance(assigner, TumblingWindows):
+        # The end of the tumbling window, without the assigner's list (once per record).
+        return time_ms - (time_ms - assigner.offset_ms) % assigner.size_ms + assigner.size_ms <= bound
+    if isinstance(assigner, SessionWindows):
+        return time_ms + assigner.gap_ms <= bound
+    if isinstance(assigner, SlidingWindows):
+        return time_ms + assigner.difference_ms + 1 <= bound
+    if isinstance(assigner, HoppingWindows):
+        return assigner.assign(time_ms)[-1][1] <= bound
+    return False
 
 
 class EventTime:

@@ -26,6 +26,7 @@ from samzapy.operators.event_time import (
     Lineage,
     StoredCounter,
     late_bound,
+    window_closed,
 )
 from samzapy.operators.key_encoding import MIN_MS
 from samzapy.output_ids import window_id
@@ -118,7 +119,7 @@ class WindowStage(Clock):
 
     def push(self, key: Any, value: Any, ts: int, rid: str | None) -> None:
         """Add the record to its windows (or count it late)."""
-        if self._closed(ts, self.bound):
+        if window_closed(self.assigner, ts, self.bound):
             self._late(key, value)
             return
         # A str key under the string serde: its UTF-8 bytes without the serde's call (hot path).
@@ -131,18 +132,6 @@ class WindowStage(Clock):
             self._late(key, value)
         elif added.updates:
             self._send(added.updates)
-
-    def _closed(self, t: int, bound: int) -> bool:
-        a = self.assigner
-        if isinstance(a, TumblingWindows):
-            return t - (t - a.offset_ms) % a.size_ms + a.size_ms <= bound
-        if isinstance(a, SessionWindows):
-            return t + a.gap_ms <= bound
-        if isinstance(a, SlidingWindows):
-            return t + a.difference_ms + 1 <= bound
-        if isinstance(a, HoppingWindows):
-            return a.assign(t)[-1][1] <= bound
-        return False
 
     def _late(self, key: Any, value: Any) -> None:
         self.late_metric.inc()
