@@ -9,11 +9,22 @@ logged store's changes in one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 #: Records per batch :meth:`InMemoryChangelog.read` yields (a fetch of a real consumer).
 READ_BATCH = 100
+
+
+def latest_state(records: Iterable[tuple[bytes, bytes | None]]) -> dict[bytes, bytes]:
+    """The last value per key of ``records`` (in log order), tombstones (``None``) removed.
+
+    What a restore of a changelog holding ``records`` yields, compaction or not.
+    """
+    state: dict[bytes, bytes | None] = {}
+    for key, value in records:
+        state[key] = value
+    return {k: v for k, v in state.items() if v is not None}
 
 
 class StoredRecord(NamedTuple):
@@ -60,10 +71,7 @@ class InMemoryChangelog:
 
     def latest(self) -> dict[bytes, bytes]:
         """The last value per key, tombstones removed: what a restore to the end yields."""
-        state: dict[bytes, bytes | None] = {}
-        for record in self.entries:
-            state[record.key] = record.value
-        return {k: v for k, v in state.items() if v is not None}
+        return latest_state(self.records)
 
     def read(self, start: int, stop: int | None = None) -> Iterator[list[StoredRecord]]:
         """Batches of the records with ``start <= offset < stop`` (``None``: to the end)."""

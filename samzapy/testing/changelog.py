@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from samzapy.checkpoint import generation_header
+from samzapy.stores.memory_changelog import latest_state
 from samzapy.testing.broker import BrokerRecord, MemoryBroker, MemoryProducer
 
 
@@ -101,10 +102,7 @@ class BrokerChangelog:
 
     def latest(self) -> dict[bytes, bytes]:
         """The last value per key, tombstones removed: what a restore to the end yields."""
-        state: dict[bytes, bytes | None] = {}
-        for record in self.entries:
-            state[record.key] = record.value
-        return {k: v for k, v in state.items() if v is not None}
+        return latest_state(self.records)
 
     def copy(self) -> BrokerChangelog:
         """An independent changelog with the same records and offsets.
