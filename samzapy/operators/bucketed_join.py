@@ -31,7 +31,7 @@ import orjson
 from samzapy.metrics import MetricsGroup
 from samzapy.operators.aggregators import json_encode
 from samzapy.operators.key_encoding import MIN_MS, decode_ms, encode_ms, escape, until_inclusive
-from samzapy.operators.stream_join import JoinResult
+from samzapy.operators.stream_join import JoinResult, JoinSides, check_join_args
 from samzapy.operators.stream_join_layout import (
     DECIDED,
     LAYOUT_KEY,
@@ -47,7 +47,6 @@ from samzapy.operators.stream_join_layout import (
     read_marker,
 )
 from samzapy.operators.watermark import Watermark
-from samzapy.output_ids import join_id
 from samzapy.stores.base import KeyValueStore
 
 #: The default bucket width, in join spans (before + after + grace).
@@ -63,7 +62,7 @@ class JoinLayoutError(RuntimeError):
     """The join's stores hold state in another layout than the one this operator writes."""
 
 
-class BucketedStreamJoin:
+class BucketedStreamJoin(JoinSides):
     """Joins left and right records of the same key whose times are close enough (layout 2).
 
     Matching, windows, grace, late records, kinds and result ids are those of
@@ -111,15 +110,7 @@ class BucketedStreamJoin:
         decode: Callable[[bytes], Any] = orjson.loads,
         metrics: MetricsGroup | None = None,
     ) -> None:
-        if kind not in ("inner", "left", "outer"):
-            msg = f"join kind must be one of ['inner', 'left', 'outer'], got {kind!r}"
-            raise ValueError(msg)
-        if min(window_before_ms, window_after_ms, grace_ms) < 0:
-            msg = (
-                f"join window and grace must be >= 0, got before={window_before_ms}, "
-                f"after={window_after_ms}, grace={grace_ms}"
-            )
-            raise ValueError(msg)
+        check_join_args(kind, window_before_ms, window_after_ms, grace_ms)
         if once_retention_ms is not None and once_retention_ms <= 0:
             msg = f"once_retention_ms must be > 0, got {once_retention_ms}"
             raise ValueError(msg)
@@ -216,10 +207,6 @@ class BucketedStreamJoin:
         """Add a right record; its matches with open left records (decided, with join-once)."""
         return self._add(b"r", key, event_time_ms, value, record_id)
 
-    def _reach(self, side: bytes) -> int:
-        """How far after its own time a record of ``side`` can match."""
-        return self._after if side == b"l" else self._before
-
     def _add(self, side: bytes, key: bytes, time_ms: int, value: Any, record_id: str) -> list[JoinResult]:
         escaped = escape(key)
         skey = buffer_key(self.bucket_ms, escaped, time_ms, record_id.encode())
@@ -304,23 +291,6 @@ class BucketedStreamJoin:
             if flag == UNMATCHED and self._emits[other]:
                 store.put(okey, MATCHED + stored[1:])
         return results, matched
-
-    def _result(
-        self,
-        key: bytes,
-        left: Any,
-        right: Any,
-        lt: int | None,
-        rt: int | None,
-        lid: str | None,
-        rid: str | None,
-    ) -> JoinResult:
-        return JoinResult(key, left, right, lt, rt, self._joiner(left, right), join_id(key, lid, rid))
-
-    def _unmatched(self, side: bytes, key: bytes, time_ms: int, value: Any, record_id: str) -> JoinResult:
-        if side == b"l":
-            return self._result(key, value, None, time_ms, None, record_id, None)
-        return self._result(key, None, value, None, time_ms, None, record_id)
 
     # ------------------------------------------------------------------------------ expiring
 

@@ -42,7 +42,58 @@ class JoinResult:
     id: str
 
 
-class StreamStreamJoin:
+def check_join_args(kind: str, window_before_ms: int, window_after_ms: int, grace_ms: int) -> None:
+    """Raise ``ValueError`` naming the bad argument of a stream-stream join, if any.
+
+    ``kind`` must be inner, left or outer; the windows and grace must be >= 0.
+    """
+    if kind not in ("inner", "left", "outer"):
+        msg = f"join kind must be one of ['inner', 'left', 'outer'], got {kind!r}"
+        raise ValueError(msg)
+    if min(window_before_ms, window_after_ms, grace_ms) < 0:
+        msg = (
+            f"join window and grace must be >= 0, got before={window_before_ms}, "
+            f"after={window_after_ms}, grace={grace_ms}"
+        )
+        raise ValueError(msg)
+
+
+class JoinSides:
+    """What both store layouts of the stream-stream join share: reach and result building.
+
+    :class:`StreamStreamJoin` (layout 1) and
+    :class:`~samzapy.operators.bucketed_join.BucketedStreamJoin` (layout 2) set
+    ``_before``, ``_after`` and ``_joiner``; a result's value is ``joiner(left, right)`` and
+    its id :func:`~samzapy.output_ids.join_id` of (key, left id, right id).
+    """
+
+    _before: int
+    _after: int
+    _joiner: Callable[[Any, Any], Any]
+
+    def _reach(self, side: bytes) -> int:
+        """How far after its own time a record of ``side`` can match."""
+        return self._after if side == b"l" else self._before
+
+    def _result(
+        self,
+        key: bytes,
+        left: Any,
+        right: Any,
+        lt: int | None,
+        rt: int | None,
+        lid: str | None,
+        rid: str | None,
+    ) -> JoinResult:
+        return JoinResult(key, left, right, lt, rt, self._joiner(left, right), join_id(key, lid, rid))
+
+    def _unmatched(self, side: bytes, key: bytes, time_ms: int, value: Any, record_id: str) -> JoinResult:
+        if side == b"l":
+            return self._result(key, value, None, time_ms, None, record_id, None)
+        return self._result(key, None, value, None, time_ms, None, record_id)
+
+
+class StreamStreamJoin(JoinSides):
     """Joins left and right records of the same key whose times are close enough.
 
     A left record at ``tl`` and a right record at ``tr`` match when
@@ -89,15 +140,7 @@ class StreamStreamJoin:
         decode: Callable[[bytes], Any] = orjson.loads,
         metrics: MetricsGroup | None = None,
     ) -> None:
-        if kind not in ("inner", "left", "outer"):
-            msg = f"join kind must be one of ['inner', 'left', 'outer'], got {kind!r}"
-            raise ValueError(msg)
-        if min(window_before_ms, window_after_ms, grace_ms) < 0:
-            msg = (
-                f"join window and grace must be >= 0, got before={window_before_ms}, "
-                f"after={window_after_ms}, grace={grace_ms}"
-            )
-            raise ValueError(msg)
+        check_join_args(kind, window_before_ms, window_after_ms, grace_ms)
         self._stores = {b"l": left_store, b"r": right_store}
         self._expiry = expiry_store
         self._watermark = watermark
@@ -114,10 +157,6 @@ class StreamStreamJoin:
     def add_right(self, key: bytes, event_time_ms: int, value: Any, record_id: str) -> list[JoinResult]:
         """Add a right record; its matches with open left records."""
         return self._add(b"r", key, event_time_ms, value, record_id)
-
-    def _reach(self, side: bytes) -> int:
-        """How far after its own time a record of ``side`` can match."""
-        return self._after if side == b"l" else self._before
 
     def _add(self, side: bytes, key: bytes, time_ms: int, value: Any, record_id: str) -> list[JoinResult]:
         other = b"r" if side == b"l" else b"l"
@@ -164,23 +203,6 @@ class StreamStreamJoin:
             if stored[:1] == UNMATCHED and self._emits[other]:
                 store.put(okey, MATCHED + stored[1:])
         return results
-
-    def _result(
-        self,
-        key: bytes,
-        left: Any,
-        right: Any,
-        lt: int | None,
-        rt: int | None,
-        lid: str | None,
-        rid: str | None,
-    ) -> JoinResult:
-        return JoinResult(key, left, right, lt, rt, self._joiner(left, right), join_id(key, lid, rid))
-
-    def _unmatched(self, side: bytes, key: bytes, time_ms: int, value: Any, record_id: str) -> JoinResult:
-        if side == b"l":
-            return self._result(key, value, None, time_ms, None, record_id, None)
-        return self._result(key, None, value, None, time_ms, None, record_id)
 
     def expire(self) -> list[JoinResult]:
         """Delete the records whose window has closed at the current watermark.
