@@ -87,7 +87,7 @@ def _list_offsets(
         except KeyError as exc:  # a partition whose leader the metadata did not know (module doc)
             missed = exc.args[0] if exc.args else None
             problem = f"no answer for {_name(missed) if isinstance(missed, tuple) else missed}"
-            cause = exc
+            cause: BaseException | None = exc
         except (kafka_errors.KafkaTimeoutError, kafka_errors.RetriableError) as exc:
             problem, cause = f"{type(exc).__name__}: {exc}", exc  # kafka-python waited its share
         else:
@@ -127,7 +127,8 @@ def _gave_up(
 
 
 def _name(tp: tuple[str, int]) -> str:
-    return f"{tp.topic}.{tp.partition}"
+    topic, partition = tp  # kafka-python's and samzapy's TopicPartition are both (topic, partition)
+    return f"{topic}.{partition}"
 
 
 def _names(tps: list[TopicPartition]) -> str:
