@@ -1,12 +1,13 @@
 """What kafka-python's group coordinator knows and its public API does not tell.
 
-Group mode needs three facts about its membership that ``KafkaConsumer`` keeps private: the
-generation once the group is stable, whether a rejoin is pending, and when the broker last
-answered a heartbeat (the member's lease, :meth:`GroupMembership.lease_valid
-<samzapy.coordinator.group.GroupMembership.lease_valid>`); and it uses two handles: a pause on
-the client's I/O loop for its async rebalance listener, and the listener-time warning
-threshold. They are read from the internals of
-the kafka-python versions pyproject.toml pins (checked against :data:`CHECKED_VERSIONS`);
+Group mode needs four facts about its membership that ``KafkaConsumer`` keeps private: the
+generation once the group is stable, whether a rejoin is pending, whether this member is the
+group leader, and when the broker last answered a heartbeat (the member's lease,
+:meth:`GroupMembership.lease_valid <samzapy.coordinator.group.GroupMembership.lease_valid>`);
+and it uses three handles: a pause on the client's I/O loop for its async rebalance listener,
+the listener-time warning threshold, and a close that does not leave the group. They are read
+from the internals of the kafka-python versions pyproject.toml pins (checked against
+:data:`CHECKED_VERSIONS`);
 :func:`coordinator_state` refuses, with the fix, a client that does not have them, so group
 mode never runs on guesses, and the member logs at start that it reads them. It lives in
 :mod:`samzapy.kafka` because the client's private internals are read there alone.
@@ -84,6 +85,26 @@ class CoordinatorState:
         """
         self._coordinator._REBALANCE_LISTENER_WARN_SECS = seconds
 
+    def leads(self) -> bool:
+        """Whether this member computed the assignment of the round it is in (the group leader)."""
+        return bool(self._coordinator._is_leader)
+
+    def close_without_leaving(self, consumer: Any) -> None:
+        """Close ``consumer`` without a LeaveGroup: the broker drops the member at its session timeout.
+
+        What a static member does anyway. The group leader closes this way: the dev broker (Tansu
+        0.6) keeps a leader that leaves while the group is forming as the leader of that round,
+        so the round never completes (see :meth:`GroupMembership.close
+        <samzapy.coordinator.group.GroupMembership.close>`).
+        """
+        coordinator = self._coordinator
+
+        async def stay(reason: Any = None, timeout_ms: Any = None) -> None:
+            coordinator.reset_generation()
+
+        coordinator.maybe_leave_group_async = stay
+        consumer.close(autocommit=False)
+
     def joined(self) -> bool:
         """Whether the member is in the group or joining it (not out of it)."""
         return bool(self._coordinator.state != MemberState.UNJOINED)
@@ -118,6 +139,10 @@ def coordinator_state(consumer: Any) -> CoordinatorState:
         state.member_id()
         state.joined()
         state.seconds_since_answer()
+        state.leads()
+        if not callable(getattr(consumer._coordinator, "maybe_leave_group_async", None)):
+            missing = "the coordinator's maybe_leave_group_async"
+            raise AttributeError(missing)
         if not callable(getattr(consumer._coordinator._net, "sleep", None)):
             missing = "the coordinator's I/O loop sleep"
             raise AttributeError(missing)

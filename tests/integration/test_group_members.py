@@ -218,3 +218,45 @@ def test_a_member_waits_for_a_join_answer_a_few_sessions_not_ten_minutes(broker)
         member.close()
     assert rebalance_timeout_ms(1_000) == 15_000
     assert rebalance_timeout_ms(45_000) == 135_000
+
+
+def test_a_leader_that_stops_while_a_round_forms_does_not_strand_the_round(broker):
+    """The leader stops right after another member's join opened a round. On the dev broker a
+    leader that leaves then stays the round's leader and the round never completes (the other
+    member waited in it for good, its tasks unowned); the leader does not leave, so the broker
+    drops it at its session timeout and the member left completes the round and runs every task."""
+    topic = "leader-stops-in"
+    create_topic(broker, topic, 4)
+    job = parse_job_config(
+        Config.from_dict(
+            {
+                "job.name": "leader-stops",
+                "task.class": "samzapy.task:StreamTask",
+                "task.inputs": f"kafka.{topic}",
+                "job.coordinator.factory": "group",
+                "job.coordinator.session.timeout.ms": "6000",
+                "systems.kafka.consumer.bootstrap.servers": broker,
+            }
+        )
+    )
+    leader = GroupMembership(job, broker, [topic], lambda: LocalState())
+    other = GroupMembership(job, broker, [topic], lambda: LocalState())
+    try:
+        leader.start()
+        wait_for(
+            lambda: leader.generation is not None and leader.assignor.assignment is not None,
+            30,
+            what="a leader",
+        )
+        other.start()
+        wait_for(lambda: other.member_id is not None, 30, what="the other member's join")  # the round forms
+        leader.close()
+        wait_for(
+            lambda: other.generation is not None and other.assignor.assignment is not None,
+            60,
+            what="the other member to complete the round the leader stopped in",
+        )
+        assert sorted(other.assignor.assignment.actives) == [0, 1, 2, 3]
+    finally:
+        leader.close()
+        other.close()
