@@ -11,12 +11,12 @@ import datetime as dt
 
 import click
 
-from samzapy.cli.options import config_path_option
 from samzapy.store_codec import to_json
 from samzapy.stores.snapshot_index import SnapshotLayout, TaskSnapshots, job_label
 from samzapy.stores.snapshot_restore import snapshot_partitions, verify_snapshot
 from samzapy.stores.snapshots import job_blob_store
-from samzapy.tools.common import BadInputError, load_job, select_stores
+from samzapy.tools.common import BadInputError, select_stores
+from samzapy.tools.job_source import config_path_option, load_tool_job
 
 __all__ = ["snapshots"]
 
@@ -27,7 +27,7 @@ def snapshots() -> None:
 
 
 def _views(config_path: str, stores: tuple[str, ...], partitions: tuple[int, ...]) -> list[TaskSnapshots]:
-    setup = load_job(config_path)
+    setup = load_tool_job(config_path)
     blob = job_blob_store(setup.job)
     if blob is None:
         msg = f"{setup.source} sets no blob.store.uri: the job keeps no snapshots"
@@ -54,7 +54,7 @@ _PARTITION = click.option(
 
 
 @snapshots.command("list")
-@config_path_option()
+@config_path_option
 @_STORE
 @_PARTITION
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -88,7 +88,7 @@ def list_snapshots(config_path: str, stores: tuple[str, ...], partitions: tuple[
 
 
 @snapshots.command("verify")
-@config_path_option()
+@config_path_option
 @_STORE
 @_PARTITION
 def verify_snapshots(config_path: str, stores: tuple[str, ...], partitions: tuple[int, ...]) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 import click
 
 from samzapy.cli.boundary import Command
-from samzapy.cli.options import config_path_option
-from samzapy.tools.common import BadInputError, load_job
+from samzapy.tools.common import BadInputError
+from samzapy.tools.job_source import config_path_option, load_tool_job
 
 FORMATS = ("parquet", "avro", "json")
 
@@ -31,7 +31,7 @@ def _spark(master: str | None) -> object:
 
 
 @click.command(cls=Command)
-@config_path_option()
+@config_path_option
 @click.option("--store", required=True, metavar="NAME", help="The store to export.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="parquet", show_default=True)
 @click.option("--path", required=True, type=click.Path(path_type=Path), help="Output directory (replaced).")
@@ -66,7 +66,7 @@ def export(
     progress: bool,
 ) -> None:
     """Write one row per live key of STORE to PATH (read_state's columns)."""
-    setup = load_job(config_path)
+    setup = load_tool_job(config_path)
     if store not in setup.job.stores:
         known = ", ".join(setup.job.stores)
         msg = f"store '{store}' is not in the config {setup.source}: its stores are {known}"
@@ -89,7 +89,7 @@ def export(
 
 
 @click.command(cls=Command)
-@config_path_option()
+@config_path_option
 @click.option("--partitions", required=True, type=click.IntRange(min=1), help="The new task count (M).")
 @click.option(
     "--path",
@@ -105,7 +105,7 @@ def reshard(config_path: str, partitions: int, path: Path | None, master: str | 
     partitions: the changelogs are recreated with PARTITIONS partitions, the local stores
     rebuilt under PATH and checkpoints written for the new tasks. Stop the job first.
     """
-    setup = load_job(config_path)
+    setup = load_tool_job(config_path)
     from samzapy.spark.state_data.reshard import reshard as run_reshard
 
     shown = sys.stderr if progress else None

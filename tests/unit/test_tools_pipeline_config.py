@@ -97,3 +97,14 @@ def test_state_storage_tool_finds_the_stores_of_the_app_file(project):
     )
     assert result.exit_code == 2
     assert "store 'nope' is not in the config app.py: its stores are profiles" in result.stderr
+
+
+def test_export_and_snapshots_take_the_app_file_too(project):
+    exported = CliRunner().invoke(
+        state_tool, ["export", "--config-path", "app.py", "--store", "nope", "--path", "out"]
+    )
+    assert exported.exit_code == 2
+    assert "store 'nope' is not in the config app.py: its stores are profiles" in exported.stderr
+    listed = CliRunner().invoke(state_tool, ["snapshots", "list", "--config-path", "app.py"])
+    assert listed.exit_code == 2
+    assert "app.py sets no blob.store.uri" in listed.stderr
