@@ -121,8 +121,7 @@ class PageViewEnrichTask(StreamTask, InitableTask):
         )
 
     def _origin(self, envelope: IncomingMessageEnvelope) -> str:
-        # a record's header values may be None; id_from_headers takes bytes (a library type gap)
-        upstream = id_from_headers(envelope.headers)  # type: ignore[arg-type]
+        upstream = id_from_headers(envelope.headers)
         return upstream or f"{self.task_name}:{envelope.stream}:{envelope.offset}"
 
     def _process_event_time(

@@ -77,8 +77,7 @@ class GlobalTableEnrichTask(StreamTask, InitableTask):
         if zip_code is None and self.inner:
             self.unmatched.inc()
             return
-        # a record's header values may be None; id_from_headers takes bytes (a library type gap)
-        upstream = id_from_headers(envelope.headers)  # type: ignore[arg-type]
+        upstream = id_from_headers(envelope.headers)
         origin = upstream or f"{self.task_name}:{envelope.stream}:{envelope.offset}"
         collector.send(
             OutgoingMessageEnvelope(

@@ -55,10 +55,17 @@ def id_header(output: str) -> tuple[str, bytes]:
     return (ID_HEADER, output.encode())
 
 
-def id_from_headers(headers: Iterable[tuple[str, bytes]]) -> str | None:
-    """The id in ``headers`` (the last ``samzapy.id`` wins), or ``None`` when absent."""
+def id_from_headers(headers: Iterable[tuple[str, bytes | None]]) -> str | None:
+    """The id in ``headers`` (the last ``samzapy.id`` wins), or ``None`` when absent.
+
+    A read record's header may carry a null value (Kafka allows it); a null ``samzapy.id``
+    names no id, so it is passed over.
+
+    >>> id_from_headers([(ID_HEADER, b"a"), (ID_HEADER, None)])
+    'a'
+    """
     found = None
     for name, value in headers:
-        if name == ID_HEADER:
+        if name == ID_HEADER and value is not None:
             found = value.decode()
     return found
