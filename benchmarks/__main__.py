@@ -28,7 +28,7 @@ BENCHMARKS = {
     "store": "benchmarks.bench_store",
     "stateless": "benchmarks.bench_stateless",
     "window_count": "benchmarks.bench_window_count",
-    "window_processes": "benchmarks.bench_window_count --processes 1,2",
+    "window_processes": "benchmarks.bench_window_count --processes 1,2 --rounds 3",
     "naive_window": "benchmarks.bench_naive_window",
     "window_kinds": "benchmarks.bench_window_kinds",
     "restore": "benchmarks.bench_restore",

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,7 @@ class Run:
     stdout: str
     cpu_s: float = 0.0
     ready_cpu_s: float = 0.0
+    started: float = 0.0  # time.perf_counter() when it was started
 
     @property
     def busy_s(self) -> float:
@@ -133,11 +135,15 @@ def run_child(
     timeout_s: float | None = None,
     *,
     tree_cpu: bool = False,
+    on_start: Callable[[int], None] | None = None,
+    on_line: Callable[[str, float], None] | None = None,
     **kwargs: Any,
 ) -> Run:
     """Run ``command`` to its end; the peak RSS is its own (:class:`_PeakRss`; not its
     children's), the ready time from the first stderr line that contains ``ready_marker``, the
     CPU time from ``wait4`` and, at that line, from ``/proc`` (of its whole tree with ``tree_cpu``).
+    ``on_start(pid)`` is called once it runs, ``on_line(line, time.perf_counter())`` for each
+    stderr line as it comes.
     Raises SystemExit with its error lines when it fails or is killed after ``timeout_s``."""
     started = time.perf_counter()
     ready = None
@@ -146,6 +152,8 @@ def run_child(
     with tempfile.TemporaryFile("w+") as out:
         process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=out, text=True, cwd=ROOT, **kwargs)
         assert process.stderr is not None
+        if on_start is not None:
+            on_start(process.pid)
         peak = _PeakRss(process.pid)
         watcher = threading.Thread(target=peak.watch, daemon=True)
         watcher.start()
@@ -159,6 +167,8 @@ def run_child(
         if killer:
             killer.start()
         for line in process.stderr:
+            if on_line is not None:
+                on_line(line, time.perf_counter())
             if ready is None and ready_marker and ready_marker in line:
                 ready = time.perf_counter() - started
                 # tree_cpu: a parent's members too (their CPU reaches wait4 once reaped)
@@ -186,7 +196,7 @@ def run_child(
         msg = f"{program} {what} (exit code {process.returncode}): {last}"
         raise SystemExit(msg)
     cpu = usage.ru_utime + usage.ru_stime
-    return Run(ready or 0.0, total, peak.mb, stdout, cpu, ready_cpu)
+    return Run(ready or 0.0, total, peak.mb, stdout, cpu, ready_cpu, started)
 
 
 class _PeakRss:

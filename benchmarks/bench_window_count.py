@@ -22,10 +22,16 @@ configs from the input topic's and fails on the dev broker's empty DescribeConfi
 
 With ``--processes 1,2`` it measures instead the same count in group mode (the job's
 members in one consumer group) run by ``samzapy run --processes N`` for each N, alternating
-(1, 2, 1, 2), on ``--processes-count`` views (1M at size small): the rate over the
-processing phase (from the first member running tasks to the parent's exit, each member
-stopping at the end of its input) and the CPU per message of the whole tree (parent and
-members).
+(1, 2, 1, 2, ...), on ``--processes-count`` views (1M at size small), each member stopping at
+the end of its input. Two rates: **processing**, from the first member running its tasks to
+the last member at the end of its input (what the members do once the group has formed),
+and **end to end**, from the command's start to the parent's exit (start-up, the group's
+formation, the final commits and the exits included). Beside them the CPU per message of the
+whole tree (parent and members, from the first task running to the exit), and, over the
+window in which every member was running its tasks, each member's cores on a CPU and waiting
+in the run queue for one, the parent's, the dev broker's, and what the rest of the machine
+used (:mod:`benchmarks._sched`): on a shared machine a member that is runnable all the time
+but gets 0.6 of a core is short of CPU, not waiting on the broker.
 
     python -m benchmarks.bench_window_count --size full      # 1M views, 100k users
     python -m benchmarks.bench_window_count --count 100000 --users 10000 --peers quix
@@ -36,10 +42,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -50,13 +57,13 @@ from benchmarks._common import (
     Result,
     arguments,
     count_records,
-    process_cpu_s,
     processed_messages,
     raw_consume,
     run_child,
     samzapy_run,
     write_properties,
 )
+from benchmarks._sched import TreeSampler
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
@@ -65,6 +72,9 @@ CONFIG = ROOT / "config" / "pageview-counter.properties"
 TOPIC = "bench-views"
 PARTITIONS = 4
 PEER_TIMEOUT_S = 900
+#: A round of ``--processes`` counts as quiet when the rest of the machine (neither the job nor
+#: the dev broker) used less than this many cores while the members processed.
+QUIET_CORES = 0.25
 
 
 def make_topic(servers: str, count: int, users: int) -> None:
@@ -140,53 +150,139 @@ def samzapy_restore(config: Path, tag: str, tmp: Path, result: Result) -> tuple[
     return run.ready_s - restore_s, restore_s
 
 
+@dataclass
+class GroupRun:
+    """One ``samzapy run --processes N`` run: rates, CPU, and where its cores went."""
+
+    processes: int
+    rate: float  # first task running to the last member at the end of its input
+    end_to_end: float  # start to the parent's exit (start-up and group formation included)
+    cpu_us: float
+    rss_mb: float
+    runnable: float  # the members' mean CPU + run-queue wait while all processed, in cores
+    others: float  # cores the rest of the machine used meanwhile (not the job, broker or this script)
+
+
+@dataclass
+class _Timeline:
+    """When the members' log lines said what (``time.perf_counter`` values)."""
+
+    running: list[float] = field(default_factory=list)  # "running tasks [...]"
+    ends: list[float] = field(default_factory=list)  # "every input reached the end offset"
+    placements: int = 0  # assignment rounds ("placed N tasks on M members")
+
+    def see(self, line: str, now: float) -> None:
+        if "running tasks [" in line:
+            self.running.append(now)
+        elif "every input reached the end offset" in line:
+            self.ends.append(now)
+        elif "placed " in line and " tasks on " in line:
+            self.placements += 1
+
+
 def run_processes(
     tmp: Path, servers: str, processes: int, result: Result, tag: str, broker_pid: int
-) -> Figures:
+) -> GroupRun:
     """The counter in group mode under ``samzapy run --processes N`` as job ``tag``.
 
-    Also notes the dev broker's CPU per message over the run: it shares the host's cores.
+    Notes the round's timeline (group formation, the processing phase, the exit), the CPU
+    per message of the whole tree, and, over the window in which every member was running its
+    tasks, each member's cores on a CPU and waiting for one, the parent's, the dev broker's,
+    and what the rest of the machine used (:mod:`benchmarks._sched`).
     """
     config = samzapy_config(tmp, servers, "true", tag)
     group = {"job.coordinator.factory": "group", "job.coordinator.session.timeout.ms": "6000"}
     config.write_text(config.read_text() + "".join(f"{k}={v}\n" for k, v in group.items()))
     metrics = tmp / f"metrics-{tag}.json"
     command = samzapy_run(config, "--processes", str(processes), "--metrics-file", str(metrics))
-    broker_cpu = process_cpu_s(broker_pid) or 0.0
-    run = run_child(command, ready_marker="running tasks [", tree_cpu=True)
-    broker_cpu = (process_cpu_s(broker_pid) or 0.0) - broker_cpu
+    timeline = _Timeline()
+    sampler = TreeSampler(others={"broker": broker_pid, "benchmark": os.getpid()})
+    try:
+        run = run_child(
+            command,
+            ready_marker="running tasks [",
+            tree_cpu=True,
+            on_start=sampler.start,
+            on_line=timeline.see,
+        )
+    finally:
+        sampler.stop()
     snapshots = [metrics] if processes == 1 else [tmp / f"metrics-{tag}-{i}.json" for i in range(processes)]
     processed = sum(processed_messages(json.loads(path.read_text())) for path in snapshots)
-    cpu_us = run.busy_cpu_s / max(processed, 1) * 1e6
-    result.note(
-        f"samzapy --processes {processes} ({tag}): {processed:,} messages; first task running after "
-        f"{run.ready_s:.1f} s; processing {processed / run.busy_s:,.0f} msg/s over {run.busy_s:.1f} s, "
-        f"CPU {cpu_us:.1f} us per message (parent and members); the dev broker "
-        f"{broker_cpu / max(processed, 1) * 1e6:.1f} us per message over the whole run"
+    first, last_end = min(timeline.running), max(timeline.ends)
+    # every member running its tasks: from the last "running" line before any member ended
+    all_from = max(t for t in timeline.running if t < min(timeline.ends))
+    per, machine = sampler.usage(all_from, min(timeline.ends))
+    members = [pid for pid in sampler.pids() if pid in per][1 if processes > 1 else 0 :]
+    ours = sum(per[pid].cpu for pid in per)  # parent, members, broker and this script (its sampler)
+    cores = ", ".join(f"{per[pid].cpu:.2f} + {per[pid].runq:.2f}" for pid in members)
+    parent = per.get(sampler.root or 0) if processes > 1 else None
+    figures = GroupRun(
+        processes,
+        rate=processed / (last_end - first),
+        end_to_end=processed / run.total_s,
+        cpu_us=run.busy_cpu_s / max(processed, 1) * 1e6,
+        rss_mb=run.rss_mb,
+        runnable=sum(per[pid].cpu + per[pid].runq for pid in members) / max(len(members), 1),
+        others=max(machine.busy - ours, 0.0),
     )
-    return Figures(f"{processes} processes", processed / run.busy_s, cpu_us, run.rss_mb)
+    started = run.started
+    result.note(
+        f"samzapy --processes {processes} ({tag}): {processed:,} messages, {timeline.placements} "
+        f"assignment round(s); first task running {first - started:.1f} s after start; processing "
+        f"{figures.rate:,.0f} msg/s ({first - started:.1f}-{last_end - started:.1f} s: first task "
+        f"running to the last member at its end); exit at {run.total_s:.1f} s; end to end "
+        f"{figures.end_to_end:,.0f} msg/s; CPU {figures.cpu_us:.1f} us per message (parent and "
+        f"members, running to exit). While every member ran ({all_from - started:.1f}-"
+        f"{min(timeline.ends) - started:.1f} s), in cores: members (CPU + waiting for a CPU) {cores}; "
+        + (f"parent {parent.cpu:.2f}; " if parent else "")
+        + f"broker {per[broker_pid].cpu:.2f}; this script {per[os.getpid()].cpu:.2f}; the rest of the "
+        f"machine {figures.others:.2f}; machine busy {machine.busy:.2f} of "
+        f"{machine.busy + machine.idle + machine.steal:.2f}"
+    )
+    return figures
 
 
 def compare_processes(
     tmp: Path, servers: str, counts: list[int], rounds: int, result: Result, broker_pid: int
 ) -> None:
     """``--processes`` for each of ``counts``, alternating, ``rounds`` times; rows and ratios."""
-    runs: dict[int, list[Figures]] = {n: [] for n in counts}
+    runs: dict[int, list[GroupRun]] = {n: [] for n in counts}
     for round_ in range(rounds):
         for n in counts:
             runs[n].append(run_processes(tmp, servers, n, result, f"p{n}-{round_}", broker_pid))
     for n, figures in runs.items():
+        name = f"samzapy window count, group mode, --processes {n}"
+        cpu = _mean([f.cpu_us for f in figures])
+        rss = max(f.rss_mb for f in figures)
+        result.add(f"{name}, processing", _mean([f.rate for f in figures]), "msg/s", rss_mb=rss, cpu_us=cpu)
+        result.add(f"{name}, end to end", _mean([f.end_to_end for f in figures]), "msg/s")
         result.add(
-            f"samzapy window count, group mode, --processes {n}",
-            _mean([f.rate for f in figures]),
-            "msg/s",
-            rss_mb=max(f.rss_mb for f in figures),
-            cpu_us=_mean([f.cpu_us for f in figures]),
+            f"--processes {n}: a member's CPU + run-queue wait", _mean([f.runnable for f in figures]), "cores"
         )
+        result.add(
+            f"--processes {n}: the rest of the machine's CPU", _mean([f.others for f in figures]), "cores"
+        )
+        each = ", ".join(f"{f.rate:,.0f} ({f.end_to_end:,.0f}) msg/s {f.cpu_us:.1f} us" for f in figures)
+        result.note(f"--processes {n}, rounds: processing (end to end) {each}")
     base = runs[counts[0]]
     for n in counts[1:]:
-        ratio = _mean([b.rate / a.rate for a, b in zip(base, runs[n], strict=True)])
-        result.add(f"--processes {n} / --processes {counts[0]}, rate", ratio, "x")
+        pairs = list(zip(base, runs[n], strict=True))
+        for what, key in (("processing", "rate"), ("end to end", "end_to_end")):
+            ratios = [getattr(b, key) / getattr(a, key) for a, b in pairs]
+            result.add(f"--processes {n} / --processes {counts[0]}, {what}", _mean(ratios), "x")
+            each = ", ".join(f"{r:.2f} x" for r in ratios)
+            result.note(f"--processes {n} / {counts[0]}, {what}, rounds: {each}")
+        # The rounds in which nothing else competed for the cores: what the job does when it has them.
+        quiet = [b.rate / a.rate for a, b in pairs if max(a.others, b.others) < QUIET_CORES]
+        if quiet:
+            name = f"--processes {n} / --processes {counts[0]}, processing, quiet rounds"
+            result.add(name, _mean(quiet), "x")
+        result.note(
+            f"--processes {n} / {counts[0]}, processing, rounds in which the rest of the machine used "
+            f"under {QUIET_CORES} cores in both runs: "
+            + (", ".join(f"{r:.2f} x" for r in quiet) if quiet else f"none of {len(pairs)}")
+        )
 
 
 def run_peer(peer: str, servers: str, count: int, tmp: Path, result: Result, tag: str) -> Figures | None:
