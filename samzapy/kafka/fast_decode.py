@@ -125,17 +125,23 @@ def on_reason() -> str:
     return f"kafka-python {kafka.__version__} with aiokafka {aiokafka_version()}'s C record decoder"
 
 
-def install(consumer: KafkaConsumer, *, raw: bool = False) -> bool:
+def install(consumer: KafkaConsumer, *, raw: bool = False, native: bool = False) -> bool:
     """Make ``consumer`` decode eligible fetches with the C decoder; returns whether it did.
 
     Only this consumer is affected (nothing in kafka-python is patched globally). ``raw``: the
     decoded records are :class:`RawRecord`s (fetches the C decoder does not take are still
-    kafka-python's ``ConsumerRecord``s, with the same four fields).
+    kafka-python's ``ConsumerRecord``s, with the same four fields). ``native``: the decoded
+    records are the batch decoder's own record objects (aiokafka's C ``DefaultRecord``, or
+    kafka-python's for a compressed batch), which promise only ``offset``, ``key``, ``value``
+    and ``headers`` as attributes; about half the cost of a ``RawRecord`` each.
     """
     fetcher = getattr(consumer, "_fetcher", None)
     if not available() or not isinstance(fetcher, Fetcher):
         return False
-    fetcher.PartitionRecords = partial(partition_records, raw=True) if raw else partition_records
+    if native:
+        fetcher.PartitionRecords = partial(partition_records, raw="native")
+    else:
+        fetcher.PartitionRecords = partial(partition_records, raw=True) if raw else partition_records
     return True
 
 
@@ -151,12 +157,13 @@ def partition_records(
     metric_aggregator: Any = None,
     on_drain: Any = lambda _records: None,
     *,
-    raw: bool = False,
+    raw: bool | str = False,
 ) -> Fetcher.PartitionRecords:
     """kafka-python's ``PartitionRecords`` constructor, with the same arguments.
 
     The fast decoder's records when the fetch is eligible (module docstring), kafka-python's
-    otherwise (``raw``: the fast decoder's are :class:`RawRecord`s).
+    otherwise (``raw``: the fast decoder's are :class:`RawRecord`s; ``"native"``: the batch
+    decoder's own records, see :func:`install`).
     """
     buffer = records._buffer
     eligible = (
@@ -221,7 +228,7 @@ class DecodedPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]  
         check_crcs: bool,
         metric_aggregator: Any,
         on_drain: Any,
-        raw: bool = False,
+        raw: bool | str = False,
     ) -> None:
         self.fetch_offset = fetch_offset
         self.topic_partition = tp
@@ -270,6 +277,14 @@ class DecodedPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]  
             return
         epoch = self._epoch = _LEADER_EPOCH.unpack_from(buffer, start + 12)[0]
         fetch_offset = self.fetch_offset
+        if self._raw == "native":
+            # No object per record beyond the decoder's own: a whole batch at or after the
+            # fetch offset is taken as it is (the common case), the first one filtered.
+            if batch.base_offset >= fetch_offset:
+                self._decoded = list(batch)
+            else:
+                self._decoded = [record for record in batch if record.offset >= fetch_offset]
+            return
         append = self._decoded.append
         if self._raw:
             new_raw = tuple.__new__

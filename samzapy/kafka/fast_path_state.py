@@ -96,13 +96,14 @@ def fast_paths() -> list[FastPath]:
     return [producer_append(), consumer_decode()]
 
 
-def install_decoder(consumer: Any, *, raw: bool = False) -> bool:
+def install_decoder(consumer: Any, *, raw: bool = False, native: bool = False) -> bool:
     """Make ``consumer`` decode with the C decoder when the decoder is on; returns whether it does.
 
-    See :func:`samzapy.kafka.fast_decode.install`; ``raw``: into ``RawRecord``s.
+    See :func:`samzapy.kafka.fast_decode.install`; ``raw``: into ``RawRecord``s; ``native``: into
+    the decoder's own record objects.
     """
     module, _ = _decoder_module()
-    return module is not None and bool(module.install(consumer, raw=raw))
+    return module is not None and bool(module.install(consumer, raw=raw, native=native))
 
 
 def log_fast_paths() -> None:

@@ -32,6 +32,7 @@ def reader_consumer(
     *,
     c_decoder: bool = True,
     raw_records: bool = False,
+    native_records: bool = False,
     **overrides: Any,
 ) -> Consumer:
     """A consumer tuned for bulk reads with manual ``assign()``.
@@ -44,6 +45,8 @@ def reader_consumer(
     ``raw_records``: the records a poll returns promise only ``offset``, ``key``, ``value``
     and ``headers`` (:class:`~samzapy.kafka.fast_decode.RawRecord`s where the C decoder
     applies, cheaper to build), for readers that need no more, such as restores.
+    ``native_records``: the same four attributes on the batch decoder's own record objects
+    (not tuples: no ``_replace``, no unpacking), cheaper still: for the Spark bulk restore.
     """
     settings: dict[str, Any] = {
         "bootstrap_servers": bootstrap_servers,
@@ -59,7 +62,7 @@ def reader_consumer(
     log_fast_paths()
     consumer = Consumer(**settings)
     if c_decoder:
-        install_decoder(consumer, raw=raw_records)
+        install_decoder(consumer, raw=raw_records, native=native_records)
     return consumer
 
 
@@ -70,11 +73,6 @@ def batch_bytes(records: Sequence[OffsetRecord]) -> int:
     """The key and value bytes of ``records`` (a missing key or a tombstone counts 0)."""
     keys = sum(map(len, filter(None, map(_key_of, records))))
     return keys + sum(map(len, filter(None, map(_value_of, records))))
-
-
-def last_values(records: Sequence[OffsetRecord]) -> Iterator[tuple[bytes | None, bytes | None]]:
-    """(key, value) of each of ``records``, in order (for ``dict.update``: the last one wins)."""
-    return zip(map(_key_of, records), map(_value_of, records), strict=True)
 
 
 def end_offset(consumer: Consumer, tp: TopicPartition) -> int:

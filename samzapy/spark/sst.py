@@ -139,6 +139,28 @@ class SstSink:
         del writer[key]
         self._after_write()
 
+    def write_sorted(self, keys: list[bytes], values: list[bytes | None], *, deletes: bool) -> int:
+        """Write ``keys`` (strictly increasing) = ``values``; returns the number of values written.
+
+        A ``None`` value writes a deletion of its key when ``deletes``, else nothing. The same
+        as :meth:`put` / :meth:`delete` key by key, in one loop (the bulk restore's per-key cost).
+        """
+        stamp = self._stamp
+        written = 0
+        for key, value in zip(keys, values, strict=True):
+            if value is None and not deletes:
+                continue
+            writer = self._writer or self._open()
+            if value is None:
+                del writer[key]
+            else:
+                writer[key] = value + stamp if stamp else value
+                written += 1
+            self._entries += 1
+            if self._entries % 4096 == 0 and writer.file_size() >= MAX_SST_BYTES:
+                self._finish()
+        return written
+
     def _after_write(self) -> None:
         self._entries += 1
         if self._entries % 4096 == 0 and self._writer.file_size() >= MAX_SST_BYTES:

@@ -67,10 +67,12 @@ def views(count: int, start: int = 0) -> list[tuple]:
     return rows
 
 
-def drain_both(buffer: bytes, fetch_offset: int, chunk: int | None, raw: bool = False) -> tuple[list, list]:
+def drain_both(
+    buffer: bytes, fetch_offset: int, chunk: int | None, raw: bool | str = False
+) -> tuple[list, list]:
     """Take everything from both decoders in chunks; each step is (records, position, epoch).
-    ``raw``: the fast decoder makes ``RawRecord``s, and kafka-python's records are cut to the
-    same four fields."""
+    ``raw``: the fast decoder makes ``RawRecord``s (``"native"``: its decoders' own records), and
+    kafka-python's records are cut to the same four fields."""
     stock = Fetcher.PartitionRecords(fetch_offset, TP, MemoryRecords(buffer))
     fast = partition_records(fetch_offset, TP, MemoryRecords(buffer), raw=raw)
     assert isinstance(fast, DecodedPartitionRecords)
@@ -87,7 +89,7 @@ def drain_both(buffer: bytes, fetch_offset: int, chunk: int | None, raw: bool = 
     return steps[0], steps[1]
 
 
-def fields(record: object, raw: bool) -> tuple:
+def fields(record: object, raw: bool | str) -> tuple:
     if raw:
         return (record.offset, record.key, record.value, record.headers)  # type: ignore[attr-defined]
     return tuple(record)  # type: ignore[arg-type]
@@ -130,6 +132,25 @@ def test_raw_records_carry_the_same_fields_positions_and_epochs(chunk):
     assert isinstance(first, RawRecord)
     assert first == RawRecord(103, b"user-3", b'{"page": "/p/3"}', [("trace", b"t3"), ("empty", None)])
     assert first._replace(key=None).key is None
+
+
+@pytest.mark.parametrize("chunk", [None, 7, 1])
+def test_native_records_carry_the_same_fields_positions_and_epochs(chunk):
+    """``raw="native"`` (the Spark bulk restore's): the decoders' own record objects, same fields."""
+    control = rewrite(batch(150, [(0, b"\x00\x00\x00\x01", b"", [])]), attributes_or=0x20)
+    buffer = (
+        batch(100, views(20), leader_epoch=4)
+        + batch(120, views(30, 20), leader_epoch=5, compression=1)
+        + control
+        + batch(151, views(5, 51), leader_epoch=6)
+    )
+    for fetch_offset in (100, 107, 125, 151):
+        stock, fast = drain_both(buffer, fetch_offset, chunk, raw="native")
+        assert [s for s in fast if s[0]] == [s for s in stock if s[0]]
+        assert fast[-1][1:] == stock[-1][1:] == (156, 6)
+    first = partition_records(100, TP, MemoryRecords(buffer), raw="native").take(4)[3]
+    assert not isinstance(first, tuple)  # not a RawRecord: no tuple per record
+    assert fields(first, True) == (103, b"user-3", b'{"page": "/p/3"}', [("trace", b"t3"), ("empty", None)])
 
 
 def test_positions_after_each_take_match():

@@ -24,10 +24,11 @@ saying which (:func:`samzapy.spark.targets.from_snapshots`).
 
 When every changelog partition holds at most ``in_memory_max_records`` records (and ranges
 are not split), a leaner plan does the same in one Python pass per partition: the task reads
-its partition from Kafka itself, keeps the last value of each key in a dict, sorts the keys
-and writes the SST files, with no rows through Spark's JVM (about 3x less work per record,
-measured in ``benchmarks/bench_spark_restore.py``). Its memory is one partition's latest
-values, hence the bound.
+its partition from Kafka itself, keeps the last value of each key (in Arrow:
+:mod:`samzapy.spark.restore.last_values`), sorts the keys and writes the SST files, with no rows
+through Spark's JVM (about 3x less work per record, measured in
+``benchmarks/bench_spark_restore.py``). Its memory is one partition's latest values, hence the
+bound.
 
 ``to_checkpoint=True`` reads only up to the changelog offsets of the job's Kafka checkpoint
 (the committed state). Records after it (uncommitted writes of a crashed run) are not
@@ -55,7 +56,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from samzapy.checkpoint import GENERATION_HEADER, ChangelogFence
 from samzapy.config import Config, JobConfig, load_config, parse_job_config
@@ -212,7 +213,12 @@ def run_bulk_restore(
     started = time.perf_counter() if started is None else started
     stats = BulkRestoreStats()
     staging = Path(staging_dir) if staging_dir else target_dir / f".sst-staging-{uuid.uuid4().hex[:12]}"
-    readable = [t for t in targets if t.stop != 0]
+    # Nothing to read: an empty changelog range, or a snapshot at the range's last offset.
+    readable = [
+        t
+        for t in targets
+        if t.stop != 0 and not (t.start is not None and t.stop is not None and t.start >= t.stop)
+    ]
     rows: list[Any] = []
     if readable:
         spark, stats.spark_start_s = get_spark(master, "samzapy-bulk-restore")
@@ -367,7 +373,7 @@ class _PartitionReader:
 
         directory = executor_dir(self.handoff, self.staging)
         results: list[dict[str, Any]] = []
-        consumer = reader_consumer(self.servers, raw_records=True)
+        consumer = reader_consumer(self.servers, native_records=True)  # the cheapest records
         try:
             for batch in batches:
                 columns = (batch.column(i).to_pylist() for i in range(6))
@@ -393,9 +399,20 @@ def _keyless_if_fenced(batches: Iterator[list[Any]], fence: ChangelogFence) -> I
     """``batches`` with the key of every record ``fence`` rules out removed.
 
     Such a record is read and counted, but not restored (restore ignores records without a key).
+    The records may be the decoder's own objects (``native_records``), not tuples: a skipped
+    one is replaced by a keyless tuple with the same four fields.
     """
     for batch in batches:
-        yield [r._replace(key=None) if fence.skips(r) else r for r in batch]
+        yield [_Keyless(r.offset, None, r.value, r.headers) if fence.skips(r) else r for r in batch]
+
+
+class _Keyless(NamedTuple):
+    """A record the fence rules out: counted, not restored (``key`` is ``None``)."""
+
+    offset: int
+    key: None
+    value: bytes | None
+    headers: Any
 
 
 class _RangeWriter:
@@ -468,22 +485,22 @@ class _RangeState:
 
         The last value of each key is kept in memory, then written in key order.
         """
-        from samzapy.kafka.reading import batch_bytes, last_values
+        from samzapy.spark.restore.last_values import LastValues
 
-        latest: dict[bytes | None, bytes | None] = {}
+        latest = LastValues()  # the per-key reduction in Arrow, not in a dict: see its module
         for batch in batches:
             if not batch:
                 continue
             self.first = batch[0].offset if self.first is None else self.first
             self.last = batch[-1].offset
             self.records += len(batch)
-            # A batch at a time, in C: this is most of the work per record.
-            self.bytes += batch_bytes(batch)
-            latest.update(last_values(batch))
-        latest.pop(None, None)  # restore ignores records without a key
-        for key in sorted(latest):  # type: ignore[type-var]
-            self._key, self._value = key, latest[key]
-            self._flush_key()
+            latest.add(batch)
+        self.bytes += latest.bytes
+        keys, values = latest.sorted_items()
+        if keys:
+            if self.sink is None:
+                self.sink = SstSink(self.directory, self.store, self.partition, self.first or 0)
+            self.keys += self.sink.write_sorted(keys, values, deletes=self.deletes)
         self._key = None
 
     def _flush_key(self) -> None:
@@ -524,17 +541,24 @@ class _RangeState:
         return rows
 
 
-def restore_for_container(job: JobConfig, partitions: list[int], checkpoints: dict[str, Any]) -> None:
+def restore_for_container(
+    job: JobConfig, partitions: list[int], checkpoints: dict[str, Any]
+) -> BulkRestoreStats | None:
     """The container's hook for ``stores.S.restore.engine=spark``.
 
     Before its tasks restore, bulk-restore the store partitions whose changelog backlog is
-    large.
+    large. Returns what the bulk restore did, ``None`` when no partition needed it.
 
     For every such store and task partition with a checkpointed changelog offset K, the
     newest local checkpoint at or below K is looked up; when the records between it and K
     number at least :data:`CONTAINER_BACKLOG_THRESHOLD` (or there is none), the partition is
-    rebuilt by Spark up to K (``to_checkpoint``). The container's own restore then finds a
-    local checkpoint at K, replays nothing and trims the uncommitted tail as usual.
+    rebuilt by Spark up to K (``to_checkpoint``, fenced by the checkpoint as the job's own
+    restore is). When the store restores from blob-store snapshots
+    (``stores.<store>.restore.factories``, or its backup factories, naming ``blobstore``), the
+    partition starts from the newest usable snapshot at or before K and Spark reads only the
+    changelog after it, as :func:`restore_stores` does (:func:`~samzapy.spark.targets.from_snapshots`).
+    The container's own restore then finds a local checkpoint at K, replays nothing and trims
+    the uncommitted tail as usual.
     """
     from samzapy.kafka.broker import resolve_bootstrap_servers
     from samzapy.stores.checkpoints import LocalCheckpoints
@@ -548,7 +572,7 @@ def restore_for_container(job: JobConfig, partitions: list[int], checkpoints: di
         for partition in partitions:
             checkpoint = checkpoints.get(f"Partition {partition}")
             k = checkpoint.changelog_offsets.get(store.name) if checkpoint else None
-            if k is None:
+            if checkpoint is None or k is None:
                 continue
             live = store_dir(job.logged_store_base_dir, store.name, partition)
             local = [
@@ -557,13 +581,19 @@ def restore_for_container(job: JobConfig, partitions: list[int], checkpoints: di
             base = max((o for o in local if o <= k), default=-1)
             if k - base < CONTAINER_BACKLOG_THRESHOLD:
                 continue
-            targets.append(Target(store, partition, k + 1))
+            targets.append(Target(store, partition, k + 1, checkpoint.fence_for(store.name)))
     if not targets:
-        return
+        return None
     log.info(
         "restoring %d store partitions with Spark (backlog >= %d records each)",
         len(targets),
         CONTAINER_BACKLOG_THRESHOLD,
     )
     servers = resolve_bootstrap_servers(job.consumer_bootstrap_servers)
-    run_bulk_restore(targets, job.logged_store_base_dir, servers)
+    base_dir = Path(job.logged_store_base_dir)
+    downloads = base_dir / f".snapshot-staging-{uuid.uuid4().hex[:12]}"  # same filesystem: moved
+    try:
+        targets = from_snapshots(job, targets, servers, downloads)
+        return run_bulk_restore(targets, base_dir, servers)
+    finally:
+        shutil.rmtree(downloads, ignore_errors=True)
