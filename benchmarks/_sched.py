@@ -167,3 +167,21 @@ class TreeSampler:
         ticks = [b - a for a, b in zip(first.machine, last.machine, strict=True)]
         cores = (os.cpu_count() or 1) / max(sum(ticks), 1)
         return per, Machine(ticks[0] * cores, ticks[1] * cores, ticks[2] * cores)
+
+
+def wait_until_idle(cores: float, limit_s: float) -> tuple[float, float]:
+    """Wait until a whole second passes in which the machine's busy time is under ``cores``
+    (other programs have stopped competing for the CPUs), or ``limit_s`` seconds.
+
+    Returns (seconds waited, busy cores in the last second looked at).
+    """
+    started = time.perf_counter()
+    while True:
+        before = machine_ticks()
+        time.sleep(1.0)
+        after = machine_ticks()
+        ticks = [b - a for a, b in zip(before, after, strict=True)]
+        busy = ticks[0] * (os.cpu_count() or 1) / max(sum(ticks), 1)
+        waited = time.perf_counter() - started
+        if busy < cores or waited >= limit_s:
+            return waited, busy

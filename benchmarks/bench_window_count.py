@@ -36,6 +36,7 @@ but gets 0.6 of a core is short of CPU, not waiting on the broker.
     python -m benchmarks.bench_window_count --size full      # 1M views, 100k users
     python -m benchmarks.bench_window_count --count 100000 --users 10000 --peers quix
     python -m benchmarks.bench_window_count --processes 1,2   # every core of a host
+    python -m benchmarks.bench_window_count --processes 1,2 --rounds 6 --quiet-wait 120
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from benchmarks._common import (
     samzapy_run,
     write_properties,
 )
-from benchmarks._sched import TreeSampler
+from benchmarks._sched import TreeSampler, wait_until_idle
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
@@ -244,12 +245,25 @@ def run_processes(
 
 
 def compare_processes(
-    tmp: Path, servers: str, counts: list[int], rounds: int, result: Result, broker_pid: int
+    tmp: Path,
+    servers: str,
+    counts: list[int],
+    rounds: int,
+    result: Result,
+    broker_pid: int,
+    quiet_wait_s: float = 0.0,
 ) -> None:
-    """``--processes`` for each of ``counts``, alternating, ``rounds`` times; rows and ratios."""
+    """``--processes`` for each of ``counts``, alternating, ``rounds`` times; rows and ratios.
+
+    ``quiet_wait_s``: before each run, wait up to this long for a second in which the
+    machine is idle (:func:`benchmarks._sched.wait_until_idle`); the round runs either way.
+    """
     runs: dict[int, list[GroupRun]] = {n: [] for n in counts}
     for round_ in range(rounds):
         for n in counts:
+            if quiet_wait_s:
+                waited, busy = wait_until_idle(QUIET_CORES, quiet_wait_s)
+                result.note(f"waited {waited:.0f} s for an idle second (the last: {busy:.2f} cores busy)")
             runs[n].append(run_processes(tmp, servers, n, result, f"p{n}-{round_}", broker_pid))
     for n, figures in runs.items():
         name = f"samzapy window count, group mode, --processes {n}"
@@ -363,6 +377,7 @@ def main() -> None:
         rounds=2,
         processes="",
         processes_count=(100_000, 1_000_000, 2_000_000),
+        quiet_wait=0.0,
     )
     if args.processes:  # long enough that the group's join (~5 s on the dev broker) is not the run
         args.count = args.processes_count
@@ -387,7 +402,7 @@ def main() -> None:
             )
             if args.processes:
                 counts = [int(n) for n in args.processes.split(",")]
-                compare_processes(tmp, servers, counts, args.rounds, result, info.pid)
+                compare_processes(tmp, servers, counts, args.rounds, result, info.pid, args.quiet_wait)
             else:
                 compare_peers(tmp, servers, args, names, result)
         finally:
