@@ -19,6 +19,7 @@ and ``b``; start-up is in ``a``).
     python -m benchmarks.bench_state_memory --size full      # 100k vs 1M keys, 1M views
     python -m benchmarks.bench_state_memory --users 20000 --block-cache-mb 100 --write-buffer-mb 32
     python -m benchmarks.bench_state_memory --memory-budget-mb 16   # job.rocksdb.memory.bytes
+    python -m benchmarks.bench_state_memory --producer-buffer-mb 32  # producer buffer.memory
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ def run_counter(
     )
     if args.memory_budget_mb:  # one budget for the process's RocksDB instead of the store's own
         props["job.rocksdb.memory.bytes"] = str(args.memory_budget_mb << 20)
+    if args.producer_buffer_mb:  # what the producer holds unacknowledged (its default otherwise)
+        props["systems.kafka.producer.buffer.memory"] = str(args.producer_buffer_mb << 20)
     config = write_properties(tmp / f"memory-{tag}.properties", props)
     metrics = tmp / f"metrics-{tag}.json"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -146,6 +149,7 @@ def main() -> None:
         write_buffer_mb=8,
         window_ms=86_400_000,
         memory_budget_mb=0,
+        producer_buffer_mb=0,
     )
     result = Result("state_memory")
     with tempfile.TemporaryDirectory() as name:

@@ -33,6 +33,11 @@ class KeyValueIterator(Iterator[Entry[K, V]]):
     def __iter__(self) -> KeyValueIterator[K, V]:
         return self
 
+    @property
+    def entries(self) -> Iterator[Entry[K, V]]:
+        """The entries this wraps, for a layer that wraps them again in an iterator that closes this one."""
+        return self._entries
+
     def __next__(self) -> Entry[K, V]:
         if self._closed:
             raise StopIteration

@@ -112,8 +112,18 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         if not absent and not fresh:
             pending.update(entries)
         else:
-            for key, value in entries:
-                self._pend(pending, absent, fresh, key, value)
+            for key, value in entries:  # _pend inline: a call less per change of a batch
+                if key in fresh:
+                    if value is None:
+                        del fresh[key]
+                    else:
+                        fresh[key] = value
+                elif key in absent:
+                    if value is not None:
+                        del absent[key]
+                        fresh[key] = value
+                else:
+                    pending[key] = value
         if len(pending) + len(fresh) >= self._max_pending:
             self._send_pending()
 
@@ -140,7 +150,10 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         key: bytes,
         value: bytes | None,
     ) -> None:
-        """Keep one change pending, dropping what the changelog does not need (class doc)."""
+        """Keep one change pending, dropping what the changelog does not need (class doc).
+
+        :meth:`put_all` has the same rules inline.
+        """
         if key in fresh:
             if value is None:  # created and deleted since the last send: nothing to log
                 # Not taken as absent again: closed windows' keys are not written again, and

@@ -91,6 +91,9 @@ class SerdeCheckedStore(WrappedStore[K, V], Generic[K, V]):
         self.name = name
         self._check_key = serde_check(key_serde)
         self._check_value = serde_check(msg_serde)
+        # A bytes store (no serdes): ``bytes`` keys and values pass without a call each (the
+        # window operators' every write); anything else takes the full check.
+        self._bytes_only = key_serde is None and msg_serde is None
 
     def _check(self, key: K, value: V | None) -> None:
         try:
@@ -105,14 +108,20 @@ class SerdeCheckedStore(WrappedStore[K, V], Generic[K, V]):
 
     def put(self, key: K, value: V | None) -> None:
         """Check, then write one entry (``None``: a delete, only the key is checked)."""
-        self._check(key, value)
+        if not (self._bytes_only and type(key) is bytes and (value is None or type(value) is bytes)):
+            self._check(key, value)
         self.inner.put(key, value)
 
     def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
         """Check every entry, then write them all (nothing is written if one misfits)."""
         entries = list(entries)
-        for key, value in entries:
-            self._check(key, value)
+        if self._bytes_only:
+            for key, value in entries:
+                if type(key) is not bytes or (value is not None and type(value) is not bytes):
+                    self._check(key, value)
+        else:
+            for key, value in entries:
+                self._check(key, value)
         self.inner.put_all(entries)
 
 
@@ -146,9 +155,15 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
         self._ko = key_serde.from_bytes if key_serde is not None else _identity
         self._vb = msg_serde.to_bytes if msg_serde is not None else _identity
         self._vo = msg_serde.from_bytes if msg_serde is not None else _identity
+        self._plain = key_serde is None and msg_serde is None  # a bytes store: nothing to convert
 
     def get(self, key: K) -> V | None:
         """Deserialised value of ``key``."""
+        if self._plain:  # no identity calls on the window operators' every read
+            found = self.inner.get(key)
+            if found is not None:
+                self._bytes_read.value += len(key) + len(found)  # type: ignore[arg-type]
+            return cast("V | None", found)
         kb = self._kb(key)
         data = self.inner.get(kb)
         if data is None:
@@ -188,7 +203,10 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
                     encoded.append((kb(k), None if v is None else vb(v)))
                 except (SerdeError, TypeError) as exc:
                     raise self._misfit(k, v, exc) from None
-        self._bytes_written.value += sum(len(k) + (len(v) if v is not None else 0) for k, v in encoded)
+        written = 0
+        for kbytes, vbytes in encoded:  # a loop, not sum() over a generator: no frame per entry
+            written += len(kbytes) if vbytes is None else len(kbytes) + len(vbytes)
+        self._bytes_written.value += written
         self.inner.put_all(encoded)
 
     def delete(self, key: K) -> None:
@@ -226,6 +244,6 @@ def _counted(raw: KeyValueIterator[bytes, bytes], counter: Counter) -> Iterator[
     One frame per entry fewer than decoding them with identity functions: range scans of the
     window store.
     """
-    for entry in raw:
+    for entry in raw.entries:  # not through ``raw.__next__``: the caller's iterator closes ``raw``
         counter.value += len(entry[0]) + len(entry[1])
         yield entry

@@ -23,6 +23,9 @@ from kafka.errors import OffsetOutOfRangeError
 __all__ = ["Consumer", "OffsetOutOfRangeError", "accepted_settings", "kafka_partition"]
 
 _CLIENTS = {"consumer": "KafkaConsumer", "producer": "KafkaProducer"}
+#: Settings samzapy's own client wrappers take besides kafka-python's: the producer bounds
+#: what it holds unacknowledged (``buffer.memory``, :mod:`samzapy.kafka.producer`).
+_OWN = {"consumer": frozenset[str](), "producer": frozenset({"buffer_memory"})}
 
 
 def kafka_partition(tp: tuple[str, int]) -> Any:
@@ -36,7 +39,7 @@ def _each(partitions: Iterable[tuple[str, int]]) -> list[Any]:
 
 def accepted_settings(role: str) -> frozenset[str]:
     """The setting names kafka-python's client for ``role`` (``consumer``, ``producer``) accepts."""
-    return frozenset(getattr(kafka, _CLIENTS[role]).DEFAULT_CONFIG)
+    return frozenset(getattr(kafka, _CLIENTS[role]).DEFAULT_CONFIG) | _OWN[role]
 
 
 class Consumer(KafkaConsumer):  # type: ignore[misc]  # kafka-python ships no types

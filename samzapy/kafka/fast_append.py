@@ -45,6 +45,10 @@ _PLAIN_ABOVE_BYTES = 64 * 1024
 _REQUIRED = ("_accumulator", "_sender", "_metadata", "_transaction_manager", "_closed", "config")
 
 
+#: What a record costs in a batch besides its key, value and header values (its framing and
+#: the header names), roughly: for the producer's estimate of the bytes it holds.
+RECORD_OVERHEAD = 32
+
 #: The name of this fast path in :func:`samzapy.kafka.fast_paths()`.
 NAME = "producer-append"
 
@@ -107,6 +111,9 @@ class FastAppend:
         self._locks: dict[TopicPartition, Any] = {}
         self._tracked: dict[TopicPartition, Any] = {}
         self._c_builder = c_builder.off_reason() is None
+        #: Bytes (keys, values, header values, plus :data:`RECORD_OVERHEAD` each) of every
+        #: record appended so far: the producer bounds what it holds unacknowledged by it.
+        self.queued_bytes = 0
 
     @classmethod
     def for_producer(cls, producer: Any) -> FastAppend | None:
@@ -149,6 +156,7 @@ class FastAppend:
             return None
         if headers is None:
             headers = []
+        self.queued_bytes += size + RECORD_OVERHEAD
         tracked = self._tracked.get(tp)
         if tracked is not None:
             full = None

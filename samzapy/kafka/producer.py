@@ -19,7 +19,7 @@ from kafka.producer.future import FutureRecordMetadata
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka.admin import DEFAULT_DEADLINE_S, attempt_timeout_ms, retry_unreachable
 from samzapy.kafka.fast_append import _PLAIN_ABOVE_BYTES as _FAST_PATH_UNCHECKED_BYTES
-from samzapy.kafka.fast_append import APPENDED, FastAppend, acked_last_offset
+from samzapy.kafka.fast_append import APPENDED, RECORD_OVERHEAD, FastAppend, acked_last_offset
 from samzapy.kafka.fast_path_state import log_fast_paths
 from samzapy.kafka.partitioner import partition_for_key
 
@@ -38,13 +38,22 @@ DEFAULTS: dict[str, Any] = {
     "compression_type": None,
     "client_id": "samzapy-producer",
 }
+#: The bytes of records the producer may hold not yet acknowledged before a send waits for the
+#: oldest batches (``buffer.memory``, Kafka's producer key; kafka-python 3.0 has no such bound,
+#: so the producer keeps it). Kafka's own default is 32 MiB; 8 MiB keeps a burst of emissions
+#: or a commit's changelog from growing the process while still holding far more than the
+#: requests in flight (at most 5 per broker of ``max.request.size``, 1 MiB by default).
+DEFAULT_BUFFER_BYTES = 8 << 20
+#: The property that sets it, as written in a job's config.
+BUFFER_MEMORY_KEY = "systems.kafka.producer.buffer.memory"
 #: Pending sends are scanned for completion once this many have accumulated (and again when
 #: twice as many as are still in flight have).
 _COLLECT_EVERY = 20_000
 _MAX_FAILURES_SHOWN = 5
-#: A send still to be checked: its future, topic, partition, and (fast path) the batch whose
-#: fate the future stands for, or ``None`` when it stands for its own record only.
-_Pending = tuple[FutureRecordMetadata, str, int | None, Any]
+#: A send still to be checked: its future, topic, partition, (fast path) the batch whose
+#: fate the future stands for, or ``None`` when it stands for its own record only, and the
+#: bytes queued through this producer when it was sent (see :meth:`Producer._hold_back`).
+_Pending = tuple[FutureRecordMetadata, str, int | None, Any, int]
 #: The property that sets the producer's record size limit (kafka-python's ``max_request_size``).
 MAX_REQUEST_SIZE_KEY = "systems.kafka.producer.max.request.size"
 
@@ -88,6 +97,15 @@ class FlushTimeout(KafkaSystemError):
     broker_unreachable = True
 
 
+class BufferFull(KafkaSystemError):
+    """The producer held ``buffer.memory`` bytes unacknowledged for ``max.block.ms``.
+
+    The broker is slow or unreachable (as Kafka's producer, a send then fails).
+    """
+
+    broker_unreachable = True
+
+
 class SendFailed(KafkaSystemError):
     """Sends failed for good (kafka-python gave up on them): waiting will not bring them back."""
 
@@ -104,6 +122,9 @@ def producer_settings(bootstrap_servers: str, overrides: dict[str, Any] | None =
     known = KafkaProducer.DEFAULT_CONFIG
     for raw_key, value in (overrides or {}).items():
         key = raw_key.replace(".", "_")
+        if key == "buffer_memory":  # samzapy's own (Producer): kafka-python 3.0 has none
+            settings[key] = _coerce(raw_key, value, DEFAULT_BUFFER_BYTES)
+            continue
         if key not in known:
             msg = f"unknown producer setting '{raw_key}': not a kafka-python KafkaProducer option"
             raise KafkaSystemError(msg)
@@ -180,6 +201,12 @@ class Producer:
     ) -> None:
         settings = producer_settings(bootstrap_servers, overrides)
         settings.setdefault("bootstrap_timeout_ms", attempt_timeout_ms(deadline_s))
+        buffer_bytes = settings.pop("buffer_memory", DEFAULT_BUFFER_BYTES)
+        if not isinstance(buffer_bytes, int) or buffer_bytes <= 0:
+            msg = f"invalid value '{buffer_bytes}' for producer setting 'buffer.memory': expected bytes > 0"
+            raise KafkaSystemError(msg)
+        #: At most this many bytes unacknowledged before a send waits (``buffer.memory``).
+        self.buffer_bytes: int = buffer_bytes
         log_fast_paths()
         self._address = bootstrap_servers
         self._producer = retry_unreachable(
@@ -201,6 +228,8 @@ class Producer:
         self._failures: list[tuple[str, int | None, BaseException]] = []  # the first few
         self._failure_count = 0
         self._guard: SendGuard | None = None
+        self._plain_bytes = 0  # bytes queued through KafkaProducer.send (the fast path counts its own)
+        self._block_s = self._producer.config["max_block_ms"] / 1000
 
     def guard(self, guard: SendGuard | None) -> None:
         """Ask ``guard`` before every send from now on.
@@ -270,6 +299,8 @@ class Producer:
                     ),
                     None,
                 )
+                # the fast path counts its own records
+                self._plain_bytes += _record_size(key, value, headers) + RECORD_OVERHEAD
         except kafka_errors.MessageSizeTooLargeError as exc:
             size = _record_size(key, value, headers)
             raise RecordTooLargeError(topic, partition, key, size, self.max_request_size) from exc
@@ -277,10 +308,56 @@ class Producer:
             where = f"topic '{topic}'" if partition is None else f"topic '{topic}' partition {partition}"
             msg = f"cannot send a record to {where} on {self._address}: {exc}"
             raise KafkaSystemError(msg) from exc
+        queued = self._queued_bytes()
         pending = self._pending
-        pending.append((appended[0], topic, partition, appended[1]))
-        if len(pending) >= self._collect_at:
+        pending.append((appended[0], topic, partition, appended[1], queued))
+        if queued - pending[0][4] > self.buffer_bytes:
+            self._hold_back()
+        elif len(pending) >= self._collect_at:
             self._collect()
+
+    def _queued_bytes(self) -> int:
+        """Bytes of every record queued through this producer so far (an estimate).
+
+        Keys, values, header values and :data:`~samzapy.kafka.fast_append.RECORD_OVERHEAD`.
+        """
+        fast = self._fast
+        return self._plain_bytes + (0 if fast is None else fast.queued_bytes)
+
+    def _hold_back(self) -> None:
+        """Wait until the records held unacknowledged are at most half of ``buffer.memory``.
+
+        Called on a new batch (or plain send) when the records queued since the oldest send
+        still pending exceed :attr:`buffer_bytes` (those include some acknowledged since, so
+        the estimate errs high). Waits for the oldest sends, one at a time, so that a burst
+        of sends (a window operator's emissions, a commit's changelog) is held to the
+        buffer instead of growing the process. A failed send counts as done here: its error
+        is the next :meth:`flush`'s.
+
+        Raises:
+            BufferFull: the oldest send was not done within ``max.block.ms``.
+        """
+        deadline = time.monotonic() + self._block_s
+        low = self.buffer_bytes // 2
+        while True:
+            self._collect()
+            pending = self._pending
+            if not pending or self._queued_bytes() - pending[0][4] <= low:
+                return
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise kafka_errors.KafkaTimeoutError
+                pending[0][0].get(timeout=remaining)
+            except kafka_errors.KafkaTimeoutError:
+                msg = (
+                    f"{self._queued_bytes() - pending[0][4]:,} bytes sent to {self._address} were "
+                    f"not acknowledged within max.block.ms ({self._block_s:g} s); the producer "
+                    f"holds at most {BUFFER_MEMORY_KEY}={self.buffer_bytes:,} bytes"
+                )
+                raise BufferFull(msg) from None
+            except Exception:  # noqa: BLE001, S110 - a failed send is done: flush() raises it
+                pass
 
     def flush(self, timeout_s: float | None = None) -> None:
         """Wait until every record sent so far is acknowledged.
