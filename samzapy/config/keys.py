@@ -656,7 +656,8 @@ KEYS: tuple[KeySpec, ...] = (
         _S + "producer.*",
         ANY,
         None,
-        "Any other kafka-python KafkaProducer setting, dots for underscores (`producer.linger.ms`).",
+        "Any other kafka-python KafkaProducer setting, dots for underscores (`producer.linger.ms`); "
+        "and samzapy's own `producer.buffer.memory` (bytes held unacknowledged, default 8 MiB).",
         _SYS,
     ),
     _key(
