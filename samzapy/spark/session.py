@@ -30,6 +30,7 @@ LOCAL_DEFAULTS = {
 #: in every worker, so the first job does not pay for it.
 EXECUTOR_MODULES = (
     "samzapy.spark.restore.bulk",
+    "samzapy.spark.restore.last_values",  # with pyarrow.compute, pyarrow.acero and numpy
     "samzapy.spark.state_data.read",
     "samzapy.spark.replay.partition",
 )
@@ -93,14 +94,17 @@ def warm_up(spark: Any) -> None:
     """Run a job of samzapy's shape on every core of ``spark``.
 
     A frame built from Python rows, mapped in Arrow batches by Python workers that import
-    samzapy's executor modules. The workers stay for later jobs (``spark.python.worker.reuse``,
-    on by default), and the JVM has loaded and compiled the Arrow and Python-UDF paths the bulk
-    restore and state reads use.
+    samzapy's executor modules, then the same as an RDD job. The workers stay for later jobs
+    (``spark.python.worker.reuse``, on by default), and the JVM has loaded and compiled the
+    Arrow, Python-UDF and RDD paths the bulk restore and state reads use.
     """
     cores = max(1, spark.sparkContext.defaultParallelism)
     rows = spark.sparkContext.parallelize([(n,) for n in range(cores)], cores)
     frame = spark.createDataFrame(rows, "n INT")
     frame.mapInArrow(_import_executor_modules, "n INT").collect()
+    # The bulk restore's in-memory plan is an RDD job, whose Python workers are not the
+    # DataFrame's: warm those too.
+    spark.sparkContext.parallelize(range(cores), cores).mapPartitions(_import_executor_modules).collect()
 
 
 def _import_executor_modules(batches: Any) -> Any:

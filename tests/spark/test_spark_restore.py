@@ -165,9 +165,10 @@ def test_spark_restore_equals_sequential_restore_and_job_replays_only_the_tail(
 
 
 def test_in_memory_plan_and_sort_plan_build_the_same_stores(tmp_path, broker, spark, topic_name):
-    """The in-memory plan (a dict per partition, default for small partitions) and Spark's
-    external sort (``in_memory_max_records=0``) give the sequential restore's stores, the
-    same offsets and record counts, up to a checkpoint in the middle of the changelog."""
+    """The in-memory plan (last values reduced in Arrow, default for small partitions; with
+    either handoff of the SST files) and Spark's external sort (``in_memory_max_records=0``)
+    give the sequential restore's stores, the same offsets and record counts, up to a
+    checkpoint in the middle of the changelog."""
     changelog, props = idle_job(broker, f"plans-{abs(hash(topic_name)) % 10**8}")
     config_path = write_config(tmp_path / "job.properties", props)
     job = parse_job_config(load_config(config_path))
@@ -177,9 +178,16 @@ def test_in_memory_plan_and_sort_plan_build_the_same_stores(tmp_path, broker, sp
     expected = {p: sequential_restore(job, base, p, committed[p], broker) for p in range(PARTITIONS)}
     produce_changes(broker, changelog, 1_000, seed=22)  # uncommitted: to_checkpoint leaves it out
 
+    plans = (
+        ("in-memory", 1_000_000, "shared"),
+        ("in-memory-collect", 1_000_000, "collect"),
+        ("sort", 0, "shared"),
+    )
     stats = {
-        plan: restore_stores(config_path, tmp_path / plan, to_checkpoint=True, in_memory_max_records=limit)
-        for plan, limit in (("in-memory", 1_000_000), ("sort", 0))
+        plan: restore_stores(
+            config_path, tmp_path / plan, to_checkpoint=True, in_memory_max_records=limit, handoff=handoff
+        )
+        for plan, limit, handoff in plans
     }
     for plan in stats:
         assert {p.partition: p.offset for p in stats[plan].partitions} == committed, plan

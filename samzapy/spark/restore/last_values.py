@@ -18,6 +18,13 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
+# At import (not in the methods): the Spark session's warm-up imports this module in every
+# Python worker (samzapy.spark.session.EXECUTOR_MODULES), so no restore job pays for these.
+import numpy as np
+import pyarrow as pa
+import pyarrow.acero  # noqa: F401 - what Table.group_by runs on
+import pyarrow.compute as pc
+
 #: Reduce the rows added so far once this many have arrived since the last reduction.
 REDUCE_ROWS = 500_000
 #: ... or once their keys and values hold this many bytes.
@@ -48,8 +55,6 @@ class LastValues:
 
     def add(self, records: Sequence[Any]) -> None:
         """Add ``records`` (with ``key`` and ``value``), the next ones in offset order."""
-        import pyarrow as pa
-
         if self._key_type is None:
             self._key_type = pa.binary()
         keys = pa.array(list(map(_key_of, records)), self._key_type)
@@ -69,8 +74,6 @@ class LastValues:
 
     def _widen_keys(self) -> None:
         """Keys as ``large_binary`` from now on: 32-bit offsets may not hold them all."""
-        import pyarrow as pa
-
         self._key_type = pa.large_binary()
         schema = pa.schema([("k", self._key_type), ("v", pa.large_binary())])
         self._pending = [table.cast(schema) for table in self._pending]
@@ -78,9 +81,6 @@ class LastValues:
             self._reduced = self._reduced.cast(schema)
 
     def _reduce(self) -> None:
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
 
         tables = ([self._reduced] if self._reduced is not None else []) + self._pending
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
@@ -106,7 +106,5 @@ class LastValues:
 
 def _data_bytes(array: Any) -> int:
     """The bytes of a binary array's values (nulls count 0)."""
-    import pyarrow.compute as pc
-
     total = pc.sum(pc.binary_length(array)).as_py()
     return int(total or 0)
