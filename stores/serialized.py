@@ -151,15 +151,17 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
         metrics = metrics or MetricsGroup("unnamed-store")
         self._bytes_written = metrics.counter("bytes-written")
         self._bytes_read = metrics.counter("bytes-read")
-        self._kb = key_serde.to_bytes if key_serde is not None else _identity
+        # No serde: bytes pass as they are, bytearray and memoryview as bytes (RocksDB's raw
+        # mode takes only bytes), anything else is a misfit.
+        self._kb = key_serde.to_bytes if key_serde is not None else _as_bytes
         self._ko = key_serde.from_bytes if key_serde is not None else _identity
-        self._vb = msg_serde.to_bytes if msg_serde is not None else _identity
+        self._vb = msg_serde.to_bytes if msg_serde is not None else _as_bytes
         self._vo = msg_serde.from_bytes if msg_serde is not None else _identity
         self._plain = key_serde is None and msg_serde is None  # a bytes store: nothing to convert
 
     def get(self, key: K) -> V | None:
         """Deserialised value of ``key``."""
-        if self._plain:  # no identity calls on the window operators' every read
+        if self._plain and type(key) is bytes:  # no calls on the window operators' every read
             found = self.inner.get(key)
             if found is not None:
                 self._bytes_read.value += len(key) + len(found)  # type: ignore[arg-type]
@@ -192,19 +194,31 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
 
     def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
         """Serialise every entry, then write them in one batch."""
-        kb, vb = self._kb, self._vb
-        encoded: list[tuple[bytes, bytes | None]]
-        if kb is _identity and vb is _identity:  # a bytes store (K and V are bytes): nothing to encode
-            encoded = cast("list[tuple[bytes, bytes | None]]", list(entries))
-        else:
-            encoded = []
-            for k, v in entries:
-                try:
-                    encoded.append((kb(k), None if v is None else vb(v)))
-                except (SerdeError, TypeError) as exc:
-                    raise self._misfit(k, v, exc) from None
         written = 0
-        for kbytes, vbytes in encoded:  # a loop, not sum() over a generator: no frame per entry
+        if self._plain:  # a bytes store: nothing to encode when every key and value is bytes
+            plain = cast("list[tuple[bytes, bytes | None]]", list(entries))
+            for kbytes, vbytes in plain:  # a loop, not sum() over a generator: no frame per entry
+                if vbytes is None:
+                    if type(kbytes) is not bytes:
+                        break
+                    written += len(kbytes)
+                elif type(kbytes) is not bytes or type(vbytes) is not bytes:
+                    break
+                else:
+                    written += len(kbytes) + len(vbytes)
+            else:
+                self._bytes_written.value += written
+                self.inner.put_all(plain)
+                return
+            entries, written = cast("list[tuple[K, V | None]]", plain), 0  # a bytearray or a misfit
+        kb, vb = self._kb, self._vb
+        encoded: list[tuple[bytes, bytes | None]] = []
+        for k, v in entries:
+            try:
+                encoded.append((kb(k), None if v is None else vb(v)))
+            except (SerdeError, TypeError) as exc:
+                raise self._misfit(k, v, exc) from None
+        for kbytes, vbytes in encoded:
             written += len(kbytes) if vbytes is None else len(kbytes) + len(vbytes)
         self._bytes_written.value += written
         self.inner.put_all(encoded)
@@ -236,6 +250,16 @@ class SerializedStore(WrappedStore[K, V], Generic[K, V]):
 
 def _identity(data: Any) -> Any:
     return data
+
+
+def _as_bytes(data: Any) -> bytes:
+    """``data`` for a store without a serde: bytes, or a ``SerdeError`` naming what it was."""
+    if type(data) is bytes:
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    msg = f"the store has no serde, so it takes bytes, not {type(data).__name__}"
+    raise SerdeError(msg)
 
 
 def _counted(raw: KeyValueIterator[bytes, bytes], counter: Counter) -> Iterator[Entry[bytes, bytes]]:

@@ -137,3 +137,30 @@ def test_an_output_that_does_not_fit_fails_at_send_naming_the_stream_and_its_con
         "systems.kafka.samza.msg.serde): send a message it takes, or set a serde that fits there"
     )
     harness.close()
+
+
+@pytest.mark.parametrize("cache", [0, 100])
+def test_a_bytes_store_checks_every_entry_of_a_batch_and_takes_any_bytes_like(tmp_path, cache):
+    # A bytes store skips the per-entry check call for bytes keys and values; anything else
+    # still gets the full check, in put() and in put_all(), with or without the object cache;
+    # bytearray and memoryview reach RocksDB as bytes (its raw mode refused them at the flush).
+    store = build_store(
+        StoreConfig(name="raw", engine="rocksdb", object_cache_size=cache),
+        partition=0,
+        base_dir=tmp_path,
+        key_serde=None,
+        msg_serde=None,
+        changelog=None,
+        metrics=MetricsGroup("store.raw.Partition 0"),
+    )
+    with pytest.raises(StoreSerdeError, match=r"cannot take the key 'b' \(str\): the store has no serde"):
+        store.put_all([(b"a", b"1"), ("b", b"2")])
+    with pytest.raises(StoreSerdeError, match=r"cannot take the value 2 \(int\) of key b'b'"):
+        store.put_all([(b"a", b"1"), (b"b", 2)])
+    store.put(b"c", bytearray(b"3"))
+    store.put_all([(b"d", memoryview(b"4")), (b"e", None)])
+    store.delete_all([b"c"])
+    store.flush()
+    with store.range(b"a", b"z") as entries:
+        assert [(k, bytes(v)) for k, v in entries] == [(b"d", b"4")]
+    store.close()
