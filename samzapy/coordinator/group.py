@@ -217,6 +217,9 @@ class GroupMembership:
         )
         self._consumer.subscribe(inputs, listener=self._notes)
         self._state = group_state.coordinator_state(self._consumer)
+        # A join that finishes between two of the membership thread's polls is not thrown away
+        # (a kafka-python fault that cost a moved task extra rounds unowned: see there).
+        group_state.keep_finished_joins(self._consumer)
         self._offsets_lock = threading.Lock()
         self._offsets_to_commit: dict[TopicPartition, int] | None = None
         self._lease_s = job.session_timeout_ms * LEASE_SHARE / 1000

@@ -53,3 +53,50 @@ def test_a_client_without_that_state_is_refused_with_the_fix():
         assert "job.coordinator.factory=passthrough" in str(error)
     else:
         raise AssertionError("a client without the coordinator state was accepted")
+
+
+def _joined_between_polls(broker: str, topic: str, mend: bool) -> tuple[int | None, object]:
+    """Start a member's join with a short poll, let the join finish while nobody polls, poll once.
+
+    The dev broker holds a JoinGroup half a session timeout (1 s here), so the first 50 ms poll
+    returns with the join still in flight, and it finishes (JoinGroup and SyncGroup) before the
+    next poll. Returns the member's stable generation right after that next 50 ms poll, and its
+    assignment.
+    """
+    from support import create_topic, wait_for
+
+    create_topic(broker, topic, 2)
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker,
+        group_id=f"{topic}-group",
+        session_timeout_ms=2000,
+        heartbeat_interval_ms=400,
+        enable_auto_commit=False,
+    )
+    try:
+        consumer.subscribe([topic])
+        state = group_state.coordinator_state(consumer)
+        if mend:
+            group_state.keep_finished_joins(consumer)
+        while consumer._coordinator._join_task is None:  # the join is sent by a poll
+            consumer.poll(timeout_ms=50)
+        wait_for(lambda: consumer._coordinator._join_task.is_done, 30, what="the join to finish")
+        consumer.poll(timeout_ms=50)
+        return state.stable_generation(), set(consumer.assignment())
+    finally:
+        consumer.close(autocommit=False)
+
+
+def test_a_join_that_finished_between_two_polls_is_completed_not_thrown_away(broker, topic_name):
+    generation, assignment = _joined_between_polls(broker, topic_name, mend=True)
+    assert generation is not None
+    assert {tp.partition for tp in assignment} == {0, 1}
+
+
+def test_the_pinned_kafka_python_throws_such_a_join_away_without_the_mend(broker, topic_name):
+    # The fault keep_finished_joins() mends: the poll after the join finished sent a new
+    # JoinGroup instead of taking the assignment. When a kafka-python release fixes it, this
+    # fails, and the mend can go.
+    generation, assignment = _joined_between_polls(broker, topic_name, mend=False)
+    assert generation is None
+    assert assignment == set()
