@@ -8,8 +8,9 @@ Layout 1 (:class:`~samzapy.operators.stream_join.StreamStreamJoin` with a
 * rewrites every buffered record under its layout-2 key; a left record that matched, or whose
   id the registry holds, becomes :data:`~samzapy.operators.stream_join_layout.DECIDED` (the
   registry registered it when it was joined; one it refused as too old stays refused);
-* gives each left record still unmatched a pending-index entry (it is sent unmatched when its
-  window closes, as layout 1's expiry index would have had it);
+* gives each record still unmatched of a side the join emits unmatched (left: the left side,
+  outer: both) a pending-index entry (it is sent unmatched when its window closes, as layout
+  1's expiry index would have had it);
 * deletes layout 1's expiry index, and writes the layout marker and the largest decided time
   (the registry's, so the horizon does not go back).
 
@@ -43,20 +44,26 @@ def migrate_to_layout_2(
     left: KeyValueStore[bytes, bytes],
     right: KeyValueStore[bytes, bytes],
     index: KeyValueStore[bytes, bytes],
-    registry: JoinRegistry,
+    registry: JoinRegistry | None,
     *,
     bucket_ms: int,
     left_close_ms: int,
+    kind: str = "left",
+    right_close_ms: int = 0,
 ) -> dict[str, int]:
     """Rewrite layout-1 stores as layout 2 (module doc); how many entries of each kind.
 
-    ``left_close_ms`` is how long after its time a left record's window closes (window after
-    + grace); ``bucket_ms`` the layout-2 bucket width to write.
+    ``left_close_ms`` (``right_close_ms``) is how long after its time a left (right) record's
+    window closes (window after (before) + grace); ``bucket_ms`` the layout-2 bucket width to
+    write. ``kind`` is the join's: only the sides it emits unmatched (``left``: the left one,
+    ``outer``: both, ``inner``: none) get pending entries. ``registry`` None: a join without
+    join-once (no record is decided; matched flags stay as they are).
     """
     with index.all() as entries:
         old_index = [e.key for e in entries]  # layout 1's expiry index: all of it goes
     index.delete_all(old_index)
     counts = {"left": 0, "right": 0, "pending": 0, "expiry index": len(old_index)}
+    emitting = {"inner": (), "left": ("left",), "outer": ("left", "right")}[kind]
     for name, store in (("left", left), ("right", right)):
         with store.all() as entries:
             old = [(e.key, e.value) for e in entries]
@@ -67,11 +74,16 @@ def migrate_to_layout_2(
             time_ms, record_id = decode_ms(key, offset), key[offset + 8 :]
             skey = buffer_key(bucket_ms, key[:offset], time_ms, record_id)
             flag = value[:1]
-            if name == "left":
-                if flag == MATCHED or registry.is_registered(record_id.decode()):
-                    flag = DECIDED
-                elif flag == UNMATCHED:
-                    pending.append((pending_key(time_ms + left_close_ms, b"l", skey), b""))
+            # join-once decides left records only
+            if (
+                name == "left"
+                and registry is not None
+                and (flag == MATCHED or registry.is_registered(record_id.decode()))
+            ):
+                flag = DECIDED
+            elif flag == UNMATCHED and name in emitting:
+                close = time_ms + (left_close_ms if name == "left" else right_close_ms)
+                pending.append((pending_key(close, name[:1].encode(), skey), b""))
             new.append((skey, flag + value[1:]))
         store.delete_all([k for k, _ in old])
         store.put_all(new)
@@ -79,6 +91,8 @@ def migrate_to_layout_2(
         index.put_all(pending)
         counts["pending"] += len(pending)
     index.put(LAYOUT_KEY, layout_marker(bucket_ms))
+    if registry is None:
+        return counts
     largest = registry.horizon + registry.retention_ms  # the largest time registered
     if largest != MIN_MS:  # so that the horizon does not go back
         index.put(MAX_DECIDED_KEY, encode_ms(largest))

@@ -1,7 +1,8 @@
 """The join stages of a pipeline.
 
 A stream with a table (by processing time, or by event time with a versioned table), with a
-global table, two tables, and two streams within a time bound; each delegates to its operator in
+global table, two tables, and two streams within a time bound (that one in
+:mod:`samzapy.pipeline.stream_join_stage`, re-exported here); each delegates to its operator in
 :mod:`samzapy.operators`.
 """
 
@@ -12,17 +13,10 @@ from typing import TYPE_CHECKING, Any
 from samzapy.operators import (
     ForeignKeyLeft,
     ForeignKeyRight,
-    JoinRegistry,
     Response,
-    StreamStreamJoin,
     StreamTableJoin,
     Subscription,
     TableTableJoin,
-)
-from samzapy.operators.event_time import (
-    END_OF_STREAM,
-    EventTime,
-    Lineage,
 )
 from samzapy.operators.fk_join import state_layouts as fk_layouts
 from samzapy.operators.temporal_join import EventTimeStreamTableJoin
@@ -30,7 +24,11 @@ from samzapy.operators.temporal_layout import TemporalBufferLayout
 from samzapy.output_ids import id_from_headers
 from samzapy.pipeline.api import Node
 from samzapy.pipeline.graph import _key_of_record
-from samzapy.pipeline.stages import Clock, Stage, call_user
+from samzapy.pipeline.stages import Stage, call_user
+from samzapy.pipeline.stream_join_stage import REGISTRY_NAMESPACE as REGISTRY_NAMESPACE
+from samzapy.pipeline.stream_join_stage import JoinSide as JoinSide
+from samzapy.pipeline.stream_join_stage import StreamJoinStage as StreamJoinStage
+from samzapy.pipeline.stream_join_stage import layout_of, stream_join_layouts
 from samzapy.serdes import BUILTIN_SERDES
 from samzapy.streams import SystemStream
 from samzapy.task import OutgoingMessageEnvelope
@@ -48,15 +46,20 @@ FK_RESHARD_REFUSAL = (
 )
 
 
-def join_state_layouts(plan: Any) -> dict[str, Any]:
+def join_state_layouts(plan: Any, config: Any = None) -> dict[str, Any]:
     """How the join stages' stores read as data (:mod:`samzapy.operators.state_layout`).
 
     The layouts of the operators the task versions declare: a foreign-key join's subscriptions
-    (:func:`samzapy.operators.fk_join.state_layouts`) and an event-time stream-table join's
-    waiting records (:class:`~samzapy.operators.temporal_layout.TemporalBufferLayout`); the
+    (:func:`samzapy.operators.fk_join.state_layouts`), an event-time stream-table join's
+    waiting records (:class:`~samzapy.operators.temporal_layout.TemporalBufferLayout`) and a
+    stream-stream join's four stores in the layout ``config`` chooses
+    (:func:`samzapy.pipeline.stream_join_stage.stream_join_layouts`; no config: layout 2); the
     tables and joined stores are key-value, versioned tables found by their config.
     """
     layouts: dict[str, Any] = {}
+    for node_id, names in plan.stores_of.items():
+        if plan.app.nodes[node_id].kind == "stream_stream_join":
+            layouts.update(stream_join_layouts(names, layout_of(config)))
     for store in plan.stores.values():
         if store.role == "fk-subscriptions":
             left, right = plan.app.nodes[store.node].parents
@@ -76,11 +79,6 @@ def join_state_layouts(plan: Any) -> dict[str, Any]:
 def _builtin_serde(name: str | None) -> Any:
     factory = BUILTIN_SERDES.get(name or "string")
     return None if factory is None else factory()
-
-
-#: The join registry's namespace in a stream-stream join's ``-time`` store (as the ad-click
-#: join task's in its ``join-state``).
-REGISTRY_NAMESPACE = b"reg"
 
 
 class LookupStage(Stage):
@@ -270,103 +268,6 @@ class TableTableStage(Stage):
 
 def _value(entry: dict[str, Any] | None) -> Any:
     return None if entry is None else entry["value"]
-
-
-class StreamJoinStage(Clock):
-    """Two streams joined within a time bound (:class:`~samzapy.operators.StreamStreamJoin`).
-
-    As :mod:`samzapy.jobs.ad_click_join` joins clicks to impressions: the event time (minimum
-    progress of the inputs minus ``grace``) is in the ``-time`` store and moves after each
-    record; with ``once``, a :class:`~samzapy.operators.JoinRegistry` in the same store decides
-    each left record at most once.
-    """
-
-    def __init__(self, task: PipelineTask, node: Node, stores: list[Any], key_serde: Any) -> None:
-        super().__init__(task, node)
-        self.left_store, self.right_store, self.expiry, self.time_store = stores
-        self.serde = key_serde
-        self.sides = [JoinSide(self, "left"), JoinSide(self, "right")]
-        args = node.args
-        self.ids = args["ids"]
-        self.registry = (
-            JoinRegistry(
-                self.time_store, args["retention"], namespace=REGISTRY_NAMESPACE, metrics=task.metrics
-            )
-            if args["once"]
-            else None
-        )
-
-    def start(self, sources: list[str]) -> None:
-        """Build the operator, once the sources are known."""
-        args = self.node.args
-        self.time = EventTime(self.time_store, sources, args["grace"])
-        self.join = StreamStreamJoin(
-            self.left_store,
-            self.right_store,
-            self.expiry,
-            self.time.watermark,
-            self._joiner,
-            window_before_ms=args["before"],
-            window_after_ms=args["after"],
-            kind=args["kind"],
-            metrics=self.task.metrics,
-        )
-
-    def _joiner(self, left: Any, right: Any) -> Any:
-        return call_user(self, self.node.args["joiner"], left, right)
-
-    def after(self, root: Any, source: str, ts: int, lineage: Lineage | None) -> None:
-        """Advance the source's progress (after the record was matched, as the task does)."""
-        self.time.advance(self.source(root, source), ts if lineage is None else max(lineage.progress, ts))
-
-    def control(self, root: Any, kind: bytes, source: str, watermark: int) -> None:
-        """Move the source's progress; expire what closed."""
-        name = self.source(root, source)
-        advanced = self.time.end(name) if kind == END_OF_STREAM else self.time.advance(name, watermark)
-        if advanced:
-            self._results(self.join.expire())
-
-    def add(self, side: str, key: Any, value: Any, ts: int, rid: str | None) -> None:
-        """A record of one side; push its matches."""
-        kb = self.serde.to_bytes(key)
-        if self.ids is not None:
-            fn = self.ids[0 if side == "left" else 1]
-            record_id = str(call_user(self, fn, value))
-        else:
-            record_id = rid or self.task.position_id()
-        add = self.join.add_left if side == "left" else self.join.add_right
-        self._results(add(kb, ts, value, record_id))
-
-    def tick(self) -> None:
-        """Expire closed records (unmatched ones of left/outer joins are pushed).
-
-        Collect the registry's old entries.
-        """
-        self._results(self.join.expire())
-        if self.registry is not None:
-            self.registry.gc()
-
-    def _results(self, results: list[Any]) -> None:
-        for r in results:
-            if self.registry is not None and r.left is not None:
-                left_id = str(call_user(self, self.ids[0], r.left)) if self.ids else r.id
-                if not self.registry.try_register(left_id, r.left_time):
-                    self.task.duplicates.inc()
-                    continue
-            ts = max(t for t in (r.left_time, r.right_time) if t is not None)
-            self.emit(self.serde.from_bytes(r.key), r.value, ts, r.id)
-
-
-class JoinSide(Stage):
-    """One side of a stream-stream join: what the side's stream pushes into."""
-
-    def __init__(self, join: StreamJoinStage, side: str) -> None:
-        super().__init__(join.task, join.node)
-        self.join, self.side = join, side
-
-    def push(self, key: Any, value: Any, ts: int, rid: str | None) -> None:
-        """Add the record to its side."""
-        self.join.add(self.side, key, value, ts, rid)
 
 
 class ForeignKeyStage(Stage):

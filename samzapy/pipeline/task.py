@@ -77,12 +77,13 @@ class PipelineTask(StreamTask, InitableTask, WindowableTask, ClosableTask):
     def state_layouts(cls, config: Any) -> dict[str, Any]:
         """How the stores read as data (:mod:`samzapy.operators.state_layout`).
 
-        The join stages' as their task versions' (:func:`samzapy.pipeline.join_stages.join_state_layouts`).
+        The join stages' as their task versions' (:func:`samzapy.pipeline.join_stages.join_state_layouts`;
+        a stream-stream join's in the layout the config chooses).
         """
         plan = cls.plan
         if plan is None:
             plan = load_app(config.get_str(APP_KEY), config.location(APP_KEY)).plan()
-        return join_state_layouts(plan)
+        return join_state_layouts(plan, config)
 
     def init(self, context: Any) -> None:
         """Load the plan, build the stages over the task's stores, wire roots and clocks."""

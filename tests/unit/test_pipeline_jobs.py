@@ -212,8 +212,8 @@ def test_the_ad_click_join_pipeline_gives_the_task_versions_outputs_ids_bytes_an
     from samzapy.jobs.ad_click_join_pipeline import app
 
     events = _ad_events(300)
-    # the pipeline's join keeps store layout 1 (a registry by click id: these copies differ in
-    # time); the task's layout 2 decides a copy by (key, time, id)
+    # store layout 1 on both sides (a registry by click id: these copies differ in time); layout
+    # 2 decides a copy by (key, time, id): tests/unit/test_pipeline_stream_join_layout.py
     over = {"join.state.layout": "1"}
     broker, tasks = _run_tasks(AdClickJoinTask, "ad-click-join.properties", events, over)
     for h in tasks:
@@ -227,7 +227,7 @@ def test_the_ad_click_join_pipeline_gives_the_task_versions_outputs_ids_bytes_an
     task_stores = [[dict(h.stores[n].all()) for n in names] for h in tasks]
     for h in tasks:
         h.close()
-    with PipelineHarness(app, partitions=PARTITIONS) as h:
+    with PipelineHarness(app, partitions=PARTITIONS, config={"pipeline.join.state.layout": "1"}) as h:
         _feed_with_crashes(h, events, crashes=2)
         h.window()
         h.end_of_stream()
