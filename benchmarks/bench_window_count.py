@@ -37,7 +37,6 @@ but gets 0.6 of a core is short of CPU, not waiting on the broker.
     python -m benchmarks.bench_window_count --count 100000 --users 10000 --peers quix
     python -m benchmarks.bench_window_count --processes 1,2   # every core of a host
     python -m benchmarks.bench_window_count --processes 1,2 --rounds 6 --quiet-wait 120
-    python -m benchmarks.bench_window_count --processes 1,2 --nice -5   # as root: ahead of the rest
 """
 
 from __future__ import annotations
@@ -183,15 +182,14 @@ class _Timeline:
 
 
 def run_processes(
-    tmp: Path, servers: str, processes: int, result: Result, tag: str, broker_pid: int, nice: int = 0
+    tmp: Path, servers: str, processes: int, result: Result, tag: str, broker_pid: int
 ) -> GroupRun:
     """The counter in group mode under ``samzapy run --processes N`` as job ``tag``.
 
     Notes the round's timeline (group formation, the processing phase, the exit), the CPU
     per message of the whole tree, and, over the window in which every member was running its
     tasks, each member's cores on a CPU and waiting for one, the parent's, the dev broker's,
-    and what the rest of the machine used (:mod:`benchmarks._sched`). ``nice``: the job's
-    processes run at this niceness (negative, as root: ahead of whatever else the machine runs).
+    and what the rest of the machine used (:mod:`benchmarks._sched`).
     """
     config = samzapy_config(tmp, servers, "true", tag)
     group = {"job.coordinator.factory": "group", "job.coordinator.session.timeout.ms": "6000"}
@@ -207,7 +205,6 @@ def run_processes(
             tree_cpu=True,
             on_start=sampler.start,
             on_line=timeline.see,
-            preexec_fn=(lambda: os.nice(nice)) if nice else None,
         )
     finally:
         sampler.stop()
@@ -232,8 +229,7 @@ def run_processes(
     )
     started = run.started
     result.note(
-        f"samzapy --processes {processes} ({tag}{f', nice {nice}' if nice else ''}): {processed:,} "
-        f"messages, {timeline.placements} "
+        f"samzapy --processes {processes} ({tag}): {processed:,} messages, {timeline.placements} "
         f"assignment round(s); first task running {first - started:.1f} s after start; processing "
         f"{figures.rate:,.0f} msg/s ({first - started:.1f}-{last_end - started:.1f} s: first task "
         f"running to the last member at its end); exit at {run.total_s:.1f} s; end to end "
@@ -256,25 +252,19 @@ def compare_processes(
     result: Result,
     broker_pid: int,
     quiet_wait_s: float = 0.0,
-    nice: int = 0,
 ) -> None:
     """``--processes`` for each of ``counts``, alternating, ``rounds`` times; rows and ratios.
 
     ``quiet_wait_s``: before each run, wait up to this long for a second in which the
     machine is idle (:func:`benchmarks._sched.wait_until_idle`); the round runs either way.
-    ``nice``: see :func:`run_processes`.
     """
     runs: dict[int, list[GroupRun]] = {n: [] for n in counts}
-    if nice:  # the broker serves the job: it runs at the job's niceness too (every thread)
-        for task in Path(f"/proc/{broker_pid}/task").iterdir():
-            os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
-        result.note(f"the job's processes and the dev broker at nice {nice}")
     for round_ in range(rounds):
         for n in counts:
             if quiet_wait_s:
                 waited, busy = wait_until_idle(QUIET_CORES, quiet_wait_s)
                 result.note(f"waited {waited:.0f} s for an idle second (the last: {busy:.2f} cores busy)")
-            runs[n].append(run_processes(tmp, servers, n, result, f"p{n}-{round_}", broker_pid, nice))
+            runs[n].append(run_processes(tmp, servers, n, result, f"p{n}-{round_}", broker_pid))
     for n, figures in runs.items():
         name = f"samzapy window count, group mode, --processes {n}"
         cpu = _mean([f.cpu_us for f in figures])
@@ -388,7 +378,6 @@ def main() -> None:
         processes="",
         processes_count=(100_000, 1_000_000, 2_000_000),
         quiet_wait=0.0,
-        nice=0,
     )
     if args.processes:  # long enough that the group's join (~5 s on the dev broker) is not the run
         args.count = args.processes_count
@@ -413,9 +402,7 @@ def main() -> None:
             )
             if args.processes:
                 counts = [int(n) for n in args.processes.split(",")]
-                compare_processes(
-                    tmp, servers, counts, args.rounds, result, info.pid, args.quiet_wait, args.nice
-                )
+                compare_processes(tmp, servers, counts, args.rounds, result, info.pid, args.quiet_wait)
             else:
                 compare_peers(tmp, servers, args, names, result)
         finally:
