@@ -178,7 +178,10 @@ class Producer:
     kafka-python's record accumulator, see :mod:`samzapy.kafka.fast_append`, or one
     ``KafkaProducer.send``, plus a list append). Sends are kept as ``(future, topic, partition)``
     and scanned for completion at ``flush``, at ``acked_offset`` and whenever the list has
-    grown past a threshold, which bounds the memory held by completed sends.
+    grown past a threshold, which bounds the memory held by completed sends. What is not yet
+    acknowledged is bounded too: a send that starts a batch while more than ``buffer.memory``
+    bytes were queued since the oldest unacknowledged send waits for the oldest sends first
+    (:meth:`_hold_back`; :class:`BufferFull` after ``max.block.ms``).
 
     Thread safety: a ``Producer`` belongs to one thread (a container's run loop). kafka-python
     does the network I/O on its own sender thread, but nothing of this class runs there, so
@@ -188,7 +191,8 @@ class Producer:
     Args:
         bootstrap_servers: ``host:port[,host:port...]``.
         overrides: ``KafkaProducer`` settings over :data:`DEFAULTS` (``linger.ms`` or
-            ``linger_ms``; strings are converted).
+            ``linger_ms``; strings are converted), and ``buffer.memory`` (default
+            :data:`DEFAULT_BUFFER_BYTES`), which this class keeps itself.
         deadline_s: how long an unreachable broker is retried when connecting.
     """
 
