@@ -433,7 +433,8 @@ class Stream:
         match; ``ids=(left_id, right_id)`` name each side's records (the result's id is the
         pair's; default: the record's input position); ``once=True`` decides each left record
         at most once ever (joined or, for a left join, unmatched: Photon's registry, kept for
-        ``retention`` ms of event time), so a duplicate left record is dropped.
+        ``retention`` ms of event time), so a duplicate left record (the same key, time and id)
+        is dropped. The stores' layout: ``pipeline.join.state.layout`` (docs/pipelines.md).
         """
         where = _caller()
         joiner = joiner or _pair

@@ -343,3 +343,82 @@ def test_a_recorded_plan_of_the_layout_1_join_accepts_layout_2() -> None:
         ],
     }
     assert differences(recorded, join_app("left", once=True, ids=True).plan().signature()) == []
+
+
+# ------------------------------------------------------------- the ad-click join's task version
+
+
+def ad_events(n: int, seed: int) -> list[tuple[str, str, dict[str, Any]]]:
+    """Impressions and clicks in time order with disorder, orphan clicks, exact copies of clicks
+    (the same click, as :func:`samzapy.generate.ads` sends them) arriving soon or much later."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(n):
+        t, imp = i * 1_000, f"imp{i}"
+        if rng.random() < 0.8:
+            ts = t + rng.randrange(-3_000, 3_000)
+            events.append((ts, "impressions", imp, {"impression_id": imp, "ad": f"ad{i % 7}", "ts": ts}))
+        if rng.random() < 0.6:
+            ts = t + rng.choice([2_000, 30_000, 200_000])
+            click = {"click_id": f"c{i}", "impression_id": imp, "ts": ts}
+            events.append((ts, "clicks", imp, click))
+            if rng.random() < 0.15:
+                events.append((ts + rng.choice([1_000, 150_000]), "clicks", imp, click))
+    events.sort(key=lambda e: e[0])
+    return [(topic, key, value) for _, topic, key, value in events]
+
+
+def test_the_ad_click_join_pipeline_gives_the_task_versions_outputs_and_stores_in_layout_2() -> None:
+    """jobs/ad_click_join_pipeline.py and AdClickJoinTask, both in their default layout (2), on
+    one input: the same outputs (ids, bytes) and byte-identical join stores; the pipeline with
+    kill -9 rounds."""
+    from samzapy.config import load_config
+    from samzapy.jobs.ad_click_join import AdClickJoinTask
+    from samzapy.jobs.ad_click_join_pipeline import app
+    from samzapy.operators.event_time import CONTROL_HEADER, END_OF_STREAM
+    from samzapy.testing import MemoryBroker
+
+    events = ad_events(300, seed=4)
+    broker = MemoryBroker(default_partitions=2)
+    config = load_config(Path(__file__).parents[2] / "config" / "ad-click-join.properties")
+    tasks = [
+        TaskHarness(AdClickJoinTask, config, partition=p, broker=broker, loopback=True) for p in range(2)
+    ]
+
+    def settle() -> None:
+        while sum(t.process_available() for t in tasks):
+            pass
+
+    for topic, key, value in events:
+        broker.append(topic, partition_for_key(key.encode(), 2), key.encode(), orjson.dumps(value))
+        settle()
+    for topic in ("impressions", "clicks"):
+        for p in range(2):
+            headers = [(CONTROL_HEADER, END_OF_STREAM)]
+            broker.append(topic, p, None, b'{"control":"end-of-stream"}', headers=headers)
+    settle()
+    for t in tasks:
+        t.window()
+    topics = ("ad-clicks-joined", "unjoined-clicks")
+    want = {i: (r.key, r.value) for topic in topics for i, r in distinct_by_id(broker.records(topic)).items()}
+    names = ["click-buffer", "impression-buffer", "join-expiry", "join-state"]
+    task_stores = [[dict(raw_entries(t, n)) for n in names] for t in tasks]
+    for t in tasks:
+        t.close()
+    with PipelineHarness(app, partitions=2) as h:
+        step = len(events) // 3
+        for i, (topic, key, value) in enumerate(events):
+            h.send(topic, key, value)
+            if i // step < 2 and i % step == step // 2:
+                h.commit()
+            elif i // step < 2 and i % step == step - 1:
+                h.crash()
+                h.restart()
+        h.end_of_stream()
+        h.window()
+        got = {i: (r.key, r.value) for topic in topics for i, r in distinct_by_id(h.records(topic)).items()}
+        parts = ["left", "right", "expiry", "time"]
+        pipe_stores = [[dict(raw_entries(t, f"ad-click-join-{p}")) for p in parts] for t in h.tasks]
+    assert got == want
+    assert pipe_stores == task_stores
+    assert len(want) > 150 and any(s[0] and s[2] for s in task_stores)  # decided clicks and meta kept
