@@ -114,8 +114,11 @@ def test_same_records_positions_and_epochs_as_kafka_python():
                      [("trace", b"t3"), ("empty", None)], None, 6, 16, 12)  # fmt: skip
 
 
+@pytest.mark.parametrize("raw", [True, "native"])
 @pytest.mark.parametrize("chunk", [None, 7, 1])
-def test_raw_records_carry_the_same_fields_positions_and_epochs(chunk):
+def test_raw_records_carry_the_same_fields_positions_and_epochs(chunk, raw):
+    """``raw=True`` (RawRecord tuples) and ``raw="native"`` (the decoders' own record objects,
+    the Spark bulk restore's) carry the fields, positions and epochs of the stock decoder."""
     control = rewrite(batch(150, [(0, b"\x00\x00\x00\x01", b"", [])]), attributes_or=0x20)
     buffer = (
         batch(100, views(20), leader_epoch=4)
@@ -124,33 +127,18 @@ def test_raw_records_carry_the_same_fields_positions_and_epochs(chunk):
         + batch(151, views(5, 51), leader_epoch=6)
     )
     for fetch_offset in (100, 107, 125, 151):
-        stock, fast = drain_both(buffer, fetch_offset, chunk, raw=True)
+        stock, fast = drain_both(buffer, fetch_offset, chunk, raw=raw)
         assert [s for s in fast if s[0]] == [s for s in stock if s[0]]
         assert fast[-1][1:] == stock[-1][1:] == (156, 6)
-    part = partition_records(100, TP, MemoryRecords(buffer), raw=True)
-    first = part.take(4)[3]
-    assert isinstance(first, RawRecord)
-    assert first == RawRecord(103, b"user-3", b'{"page": "/p/3"}', [("trace", b"t3"), ("empty", None)])
-    assert first._replace(key=None).key is None
-
-
-@pytest.mark.parametrize("chunk", [None, 7, 1])
-def test_native_records_carry_the_same_fields_positions_and_epochs(chunk):
-    """``raw="native"`` (the Spark bulk restore's): the decoders' own record objects, same fields."""
-    control = rewrite(batch(150, [(0, b"\x00\x00\x00\x01", b"", [])]), attributes_or=0x20)
-    buffer = (
-        batch(100, views(20), leader_epoch=4)
-        + batch(120, views(30, 20), leader_epoch=5, compression=1)
-        + control
-        + batch(151, views(5, 51), leader_epoch=6)
-    )
-    for fetch_offset in (100, 107, 125, 151):
-        stock, fast = drain_both(buffer, fetch_offset, chunk, raw="native")
-        assert [s for s in fast if s[0]] == [s for s in stock if s[0]]
-        assert fast[-1][1:] == stock[-1][1:] == (156, 6)
-    first = partition_records(100, TP, MemoryRecords(buffer), raw="native").take(4)[3]
-    assert not isinstance(first, tuple)  # not a RawRecord: no tuple per record
-    assert fields(first, True) == (103, b"user-3", b'{"page": "/p/3"}', [("trace", b"t3"), ("empty", None)])
+    expected = (103, b"user-3", b'{"page": "/p/3"}', [("trace", b"t3"), ("empty", None)])
+    first = partition_records(100, TP, MemoryRecords(buffer), raw=raw).take(4)[3]
+    if raw is True:
+        assert isinstance(first, RawRecord)
+        assert first == RawRecord(*expected)
+        assert first._replace(key=None).key is None
+    else:
+        assert not isinstance(first, tuple)  # not a RawRecord: no tuple per record
+        assert fields(first, True) == expected
 
 
 def test_positions_after_each_take_match():
