@@ -144,6 +144,15 @@ def produce(
     return count
 
 
+def partition_records(bootstrap: str, topic: str, partition: int) -> list[Any]:
+    """Every record of one partition of ``topic``, from offset 0 to its true end."""
+    consumer = reader_consumer(bootstrap)
+    try:
+        return [r for batch in read_partition(consumer, TopicPartition(topic, partition), 0) for r in batch]
+    finally:
+        consumer.close()
+
+
 def consume_all(bootstrap: str, topic: str) -> list[Any]:
     """Every record of every partition of ``topic``, to its true end, partition by partition."""
     with TopicAdmin(bootstrap) as admin:

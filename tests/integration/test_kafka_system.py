@@ -7,24 +7,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from kafka import TopicPartition
+from support import partition_records
 
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka import broker as dev_broker
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.partitioner import partition_for_key
 from samzapy.kafka.producer import Producer, producer_settings
-from samzapy.kafka.reading import read_partition, reader_consumer
 
 pytestmark = pytest.mark.integration
-
-
-def _read_all(broker: str, topic: str, partition: int) -> list:
-    consumer = reader_consumer(broker)
-    try:
-        return [r for batch in read_partition(consumer, TopicPartition(topic, partition), 0) for r in batch]
-    finally:
-        consumer.close()
 
 
 def test_ensure_topic_creates_a_compacted_topic_once(
@@ -88,7 +79,7 @@ def test_keyed_records_land_where_javas_partitioner_puts_them(broker: str, topic
     per_partition: Counter[int] = Counter()
     values = set()
     for partition in range(4):
-        records = _read_all(broker, topic_name, partition)
+        records = partition_records(broker, topic_name, partition)
         assert all(partition_for_key(r.key, 4) == partition for r in records)
         assert [r.offset for r in records] == list(range(len(records)))
         assert acked[partition] == records[-1].offset
@@ -113,7 +104,7 @@ def test_headers_tombstones_and_explicit_partitions_pass_through(broker: str, to
         assert producer.acked_offset(topic_name, 0) is None
     finally:
         producer.close()
-    first, tombstone, keyless = _read_all(broker, topic_name, 1)
+    first, tombstone, keyless = partition_records(broker, topic_name, 1)
     assert (first.key, first.value, list(first.headers)) == (
         b"k",
         b"v",

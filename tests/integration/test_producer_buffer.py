@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka import TopicPartition
+from support import partition_records
 
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.producer import BufferFull, Producer
-from samzapy.kafka.reading import read_partition, reader_consumer
 
 pytestmark = pytest.mark.integration
 
@@ -18,15 +17,6 @@ def _held_bytes(producer: Producer) -> int:
     """The bytes of every batch kafka-python holds not yet acknowledged (its own figures)."""
     accumulator: Any = producer._producer._accumulator
     return sum(batch.records.size_in_bytes() for batch in accumulator._incomplete.all())
-
-
-def _values(broker: str, topic: str, partition: int) -> list[bytes | None]:
-    consumer = reader_consumer(broker)
-    try:
-        tp = TopicPartition(topic, partition)
-        return [r.value for batch in read_partition(consumer, tp, 0) for r in batch]
-    finally:
-        consumer.close()
 
 
 def test_a_burst_of_sends_is_held_to_the_buffer(broker: str, topic_name: str) -> None:
@@ -54,8 +44,8 @@ def test_a_burst_of_sends_is_held_to_the_buffer(broker: str, topic_name: str) ->
     # plus a batch for the estimate's error (it counts records, kafka-python counts batches).
     # Without the bound the same sends held 3.0 MB at worst on the dev broker.
     assert 0 < worst <= buffer + 3 * batch
-    assert _values(broker, topic_name, 0) == values[0::2]
-    assert _values(broker, topic_name, 1) == values[1::2]
+    assert [r.value for r in partition_records(broker, topic_name, 0)] == values[0::2]
+    assert [r.value for r in partition_records(broker, topic_name, 1)] == values[1::2]
 
 
 def test_a_send_fails_when_the_buffer_stays_full_for_max_block_ms(broker: str, topic_name: str) -> None:

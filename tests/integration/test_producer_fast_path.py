@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from kafka import TopicPartition
+from support import partition_records
 
 from samzapy.errors import KafkaSystemError
 from samzapy.kafka import FastPath, fast_paths
@@ -12,15 +13,6 @@ from samzapy.kafka.producer import Producer
 from samzapy.kafka.reading import read_partition, reader_consumer
 
 pytestmark = pytest.mark.integration
-
-
-def _values(broker: str, topic: str, partition: int) -> list[bytes | None]:
-    consumer = reader_consumer(broker)
-    try:
-        tp = TopicPartition(topic, partition)
-        return [r.value for batch in read_partition(consumer, tp, 0) for r in batch]
-    finally:
-        consumer.close()
 
 
 def test_fast_path_keeps_its_topics_through_metadata_refreshes(broker: str, topic_name: str) -> None:
@@ -46,8 +38,8 @@ def test_fast_path_keeps_its_topics_through_metadata_refreshes(broker: str, topi
         assert producer.acked_offset(second, 0) == 0
     finally:
         producer.close()
-    assert _values(broker, first, 1) == values
-    assert _values(broker, second, 0) == [b"other"]
+    assert [r.value for r in partition_records(broker, first, 1)] == values
+    assert [r.value for r in partition_records(broker, second, 0)] == [b"other"]
 
 
 def test_fast_path_sends_headers_and_tombstones(broker: str, topic_name: str) -> None:
