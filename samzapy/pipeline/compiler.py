@@ -310,6 +310,9 @@ def _stores(app: App, node: Node, name: str) -> list[StoreDecl]:
     if kind == "stream_table_join" and node.args["event_time"]:
         return [decl(name, "join-buffer")]
     if kind == "stream_stream_join":
+        # the same four names (and bytes serdes) in both store layouts of the join: -expiry holds
+        # layout 2's pending index and marker (layout 1's expiry index), -time the event time
+        # (and layout 1's registry); so a recorded plan accepts a switch (stream_join_stage)
         return [decl(f"{name}-{part}", f"join-{part}") for part in ("left", "right", "expiry", "time")]
     if kind == "fk_join":
         left, right = node.parents
