@@ -8,7 +8,8 @@ A click at ``tc`` joins the impression of its id at ``ti`` when
 ``tc - 120 s <= ti <= tc + 5 s``; either may come first; each click is decided at most once
 ever (``once=True``: joined, or sent to ``unjoined-clicks`` once its window has closed), with
 ten seconds of allowed lateness. The outputs, their ids and bytes, and the join's stores are
-the task version's (tests/unit/test_pipeline_jobs.py).
+the task version's, in store layout 1 (tests/unit/test_pipeline_jobs.py) and in layout 2, the
+default, also across kill -9 rounds (tests/unit/test_pipeline_stream_join_layout.py).
 """
 
 from __future__ import annotations
