@@ -7,10 +7,11 @@ gets 2 of the tasks:
 
 - **without warm-up** (``job.coordinator.max.warmup.replicas=0``): at once; a revokes them
   (commit, close), b restores each from its whole changelog, then processes;
-- **with warm-up** (``max.warmup.replicas=2``, acceptable lag 1,000 records, probing every
-  second): b first keeps warm-up copies (restored and kept up from the changelog like
-  standbys) while a goes on processing the tasks; a probing rebalance moves them once the
-  copies caught up, and b restores each from its copy's checkpoint.
+- **with warm-up** (``max.warmup.replicas=2``, acceptable lag 1,000 records, the default
+  60 s probing interval): b first keeps warm-up copies (restored and kept up from the
+  changelog like standbys) while a goes on processing the tasks; b asks for the probing
+  rebalance as soon as its copies are within the lag, which moves them, and b restores each
+  from its copy's checkpoint.
 
 Measured from the members' logs: the **processing gap** of a moved task (from a's "revoked"
 line for that task to b's "restored ... processing" line for it: the time nobody processes it;
@@ -39,6 +40,7 @@ from samzapy.kafka.producer import Producer
 
 TASKS = 4
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
+RESTORED = re.compile(r"restored KafkaChangelog\('[^']+', (\d+)\) .*?: (\d+) records \([\d.]+ MB\) replayed")
 
 
 class Count(StreamTask, InitableTask):
@@ -102,7 +104,6 @@ def scenario(workdir: Path, servers: str, name: str, count: int, rate: int, warm
         "job.coordinator.session.timeout.ms": "6000",
         "job.coordinator.max.warmup.replicas": "2" if warmup else "0",
         "job.coordinator.acceptable.recovery.lag": "1000",
-        "job.coordinator.probing.rebalance.interval.ms": "1000",
         "task.class": "benchmarks.bench_warmup:Count",
         "task.inputs": f"kafka.{name}-in",
         "task.commit.ms": "1000",
@@ -136,12 +137,14 @@ def scenario(workdir: Path, servers: str, name: str, count: int, rate: int, warm
         gaps, rounds = zip(*(move_of(t, a.log, b.log) for t in moved), strict=True)
         processing = [when(b.log, rf"Partition {t}: restored in") or 0.0 for t in moved]
         took = [float(x) for x in re.findall(r"Partition \d+: restored in ([\d.]+)s", b.log.read_text())]
+        replayed = {int(t): int(n) for t, n in RESTORED.findall(b.log.read_text())}  # the last of each
         return {
             "restore_s": max(took[-len(moved) :]),
+            "replayed": max(replayed[t] for t in moved),
             "gap_s": max(gaps),
             "rounds": max(rounds),
             "share_s": max(processing) - b.started,
-            "warming_up": float(bool(when(b.log, "probing rebalance"))),
+            "warming_up": float(bool(when(b.log, "caught up .*: probing rebalance"))),
         }
     finally:
         if producer is not None:
@@ -171,12 +174,14 @@ def main() -> None:
     result.add("  group rounds it was unowned, warm-up copies", warm["rounds"], "")
     result.add("  of which the moved tasks' restore, no warm-up", cold["restore_s"], "s")
     result.add("  of which the moved tasks' restore, warm-up copies", warm["restore_s"], "s")
+    result.add("  changelog records it replayed, no warm-up", cold["replayed"], "")
+    result.add("  changelog records it replayed, warm-up copies", warm["replayed"], "")
     result.add("b start -> its share processing, no warm-up", cold["share_s"], "s")
     result.add("b start -> its share processing, warm-up copies", warm["share_s"], "s")
     result.note(
         f"{args.count:,} messages of distinct keys over {TASKS} tasks ({args.count // TASKS:,} changelog "
         f"records a task) before b joins, then {args.rate} msg/s; session timeout 6 s (the dev broker "
-        f"answers a join after about 3 s); probing rebalance seen with warm-up: {bool(warm['warming_up'])}"
+        f"answers a join after about 3 s); b's caught-up probe seen with warm-up: {bool(warm['warming_up'])}"
     )
     result.write(args.result)
 
