@@ -64,7 +64,7 @@ from benchmarks._common import (
     samzapy_run,
     write_properties,
 )
-from benchmarks._sched import TreeSampler, wait_until_idle
+from benchmarks._sched import PERIOD_S, TreeSampler, wait_until_idle
 from samzapy.config import load_config
 from samzapy.generate import PageViewSpec, pageviews, produce_end_of_stream, produce_json
 from samzapy.kafka import broker as dev_broker
@@ -212,8 +212,11 @@ def run_processes(
     processed = sum(processed_messages(json.loads(path.read_text())) for path in snapshots)
     first, last_end = min(timeline.running), max(timeline.ends)
     # every member running its tasks: from the last "running" line before any member ended
-    all_from = max(t for t in timeline.running if t < min(timeline.ends))
-    per, machine = sampler.usage(all_from, min(timeline.ends))
+    all_from, all_until = max(t for t in timeline.running if t < min(timeline.ends)), min(timeline.ends)
+    window = "While every member ran"
+    if all_until - all_from < 3 * PERIOD_S:  # too short to sample (a tiny run): the whole phase
+        all_from, all_until, window = first, last_end, "Over the processing phase"
+    per, machine = sampler.usage(all_from, all_until)
     members = [pid for pid in sampler.pids() if pid in per][1 if processes > 1 else 0 :]
     ours = sum(per[pid].cpu for pid in per)  # parent, members, broker and this script (its sampler)
     cores = ", ".join(f"{per[pid].cpu:.2f} + {per[pid].runq:.2f}" for pid in members)
@@ -234,8 +237,8 @@ def run_processes(
         f"{figures.rate:,.0f} msg/s ({first - started:.1f}-{last_end - started:.1f} s: first task "
         f"running to the last member at its end); exit at {run.total_s:.1f} s; end to end "
         f"{figures.end_to_end:,.0f} msg/s; CPU {figures.cpu_us:.1f} us per message (parent and "
-        f"members, running to exit). While every member ran ({all_from - started:.1f}-"
-        f"{min(timeline.ends) - started:.1f} s), in cores: members (CPU + waiting for a CPU) {cores}; "
+        f"members, running to exit). {window} ({all_from - started:.1f}-"
+        f"{all_until - started:.1f} s), in cores: members (CPU + waiting for a CPU) {cores}; "
         + (f"parent {parent.cpu:.2f}; " if parent else "")
         + f"broker {per[broker_pid].cpu:.2f}; this script {per[os.getpid()].cpu:.2f}; the rest of the "
         f"machine {figures.others:.2f}; machine busy {machine.busy:.2f} of "
