@@ -98,6 +98,19 @@ class KeyValueStore(ABC, Generic[K, V]):
         """Remove every key of ``keys``, atomically on the engine."""
         self.put_all((key, None) for key in keys)
 
+    def delete_scanned(self, keys: list[K], from_key: K, to_key: K) -> None:
+        """Remove ``keys``, which are every entry with ``from_key <= key < to_key``.
+
+        For a caller that has just read that range (``range(from_key, to_key)``) and written
+        nothing since: a purge of closed windows. The result is :meth:`delete_all` of ``keys``
+        (each layer sees each key deleted: the cache forgets it, the changelog gets its
+        tombstone), but an engine may remove the range as one (RocksDB: one range tombstone
+        instead of one per key, which its flushes, compactions and later scans pay for). This
+        default is ``delete_all(keys)``: a layer passes the range down only when it overrides
+        this method.
+        """
+        self.delete_all(keys)
+
     @abstractmethod
     def range(self, from_key: K, to_key: K) -> KeyValueIterator[K, V]:
         """Entries with ``from_key <= key < to_key`` in serialised-key order."""

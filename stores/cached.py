@@ -137,6 +137,18 @@ class CachedStore(WrappedStore[K, V], Generic[K, V]):
         for key in keys:
             pop(key, None)
 
+    def delete_scanned(self, keys: list[K], from_key: K, to_key: K) -> None:
+        """:meth:`delete_all` of ``keys``, every entry of ``[from_key, to_key)``, as a range below.
+
+        ``range`` wrote the dirty entries down before the caller's scan, so the store below
+        holds every entry of the range and the scan saw them all (base class).
+        """
+        self._write_dirty()
+        self.inner.delete_scanned(keys, from_key, to_key)
+        pop = self._cache.pop
+        for key in keys:
+            pop(key, None)
+
     def delete(self, key: K) -> None:
         """Cache the deletion (written down as a delete later)."""
         self.put(key, None)

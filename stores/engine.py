@@ -161,6 +161,14 @@ class StorageEngine(WrappedStore[K, V], Generic[K, V]):
         self._deletes.value += len(keys)
         self.writes.value += len(keys)
 
+    def delete_scanned(self, keys: list[K], from_key: K, to_key: K) -> None:
+        """Remove ``keys``, every entry of ``[from_key, to_key)`` (see the base class), atomically."""
+        start = perf_counter_ns()
+        self.inner.delete_scanned(keys, from_key, to_key)
+        self._delete_ns.value += perf_counter_ns() - start
+        self._deletes.value += len(keys)
+        self.writes.value += len(keys)
+
     def range(self, from_key: K, to_key: K) -> KeyValueIterator[K, V]:
         """Entries with ``from_key <= key < to_key`` in serialised-key order."""
         start = perf_counter_ns()

@@ -127,6 +127,27 @@ class LoggedStore(WrappedStore[bytes, bytes]):
         if len(pending) + len(fresh) >= self._max_pending:
             self._send_pending()
 
+    def delete_scanned(self, keys: list[bytes], from_key: bytes, to_key: bytes) -> None:
+        """Delete the range inner (see the base class), then log a tombstone per key.
+
+        The same changes as :meth:`put_all` of ``(key, None)`` for each key.
+        """
+        self.inner.delete_scanned(keys, from_key, to_key)
+        pending = self._pending
+        if pending is None:
+            send = self.changelog.send
+            for key in keys:
+                send(key, None)
+            return
+        absent, fresh = self._absent, self._fresh
+        for key in keys:  # put_all's rules for a delete, inline
+            if key in fresh:
+                del fresh[key]  # created and deleted since the last send: nothing to log
+            elif key not in absent:  # a delete of a key known absent changes nothing
+                pending[key] = None
+        if len(pending) + len(fresh) >= self._max_pending:
+            self._send_pending()
+
     def delete(self, key: bytes) -> None:
         """Delete inner, then log a tombstone."""
         self.inner.delete(key)

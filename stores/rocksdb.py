@@ -236,6 +236,26 @@ class RocksDBStore(RawStore):
         """Remove ``key``."""
         self.put(key, None)
 
+    def delete_scanned(self, keys: list[bytes], from_key: bytes, to_key: bytes) -> None:
+        """Remove ``[from_key, to_key)``, whose entries are ``keys``, with one range tombstone.
+
+        A point tombstone per key stays in every file until compaction meets its key's value,
+        and files full of them trigger compactions of their own (``DELETION_COMPACTION``); a
+        range tombstone is one entry, and scans skip the range it covers in one step. A store
+        in TTL mode deletes the keys one by one (its compaction filter is not meant for ranges).
+        """
+        if self.options.ttl_ms is not None or not keys:
+            self.delete_all(keys)
+            return
+        batch = WriteBatch(raw_mode=True)
+        batch.delete_range(from_key, to_key)
+        try:
+            self._db.write(batch)  # type: ignore[union-attr]
+        except Exception as exc:
+            if not is_rocksdb_error(exc):
+                raise
+            raise self._failure(exc, "writing") from exc
+
     def range(self, from_key: bytes, to_key: bytes) -> KeyValueIterator[bytes, bytes]:
         """Entries with ``from_key <= key < to_key``."""
         read_options = ReadOptions()

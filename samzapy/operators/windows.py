@@ -408,6 +408,7 @@ class WindowedAggregation:
     def _close_fixed(self, limit: int | None) -> list[WindowResult]:
         """One scan of the due fixed windows (values included), then one batch of deletes."""
         prefix = self._tprefix
+        scanned_from = self._scan_from.get(prefix, prefix)
         due = self._due(prefix, limit)
         if not due:
             return []
@@ -432,7 +433,11 @@ class WindowedAggregation:
         deletes = [stored_key for stored_key, _ in due]
         if self._early is not None:
             deletes += [self._early.marker(k[n:]) for k in deletes]
-        self._store.delete_all(deletes)
+            self._store.delete_all(deletes)
+        else:
+            # ``due`` is every entry from where the scan started to where the next one starts
+            # (``_due``): the store may delete that range as one (a RocksDB range tombstone).
+            self._store.delete_scanned(deletes, scanned_from, self._scan_from[prefix])
         return results
 
     def _close_sessions(self, limit: int | None) -> tuple[list[WindowResult], int]:
