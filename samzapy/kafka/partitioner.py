@@ -30,6 +30,15 @@ def _words(count: int) -> struct.Struct:
     return layout
 
 
+#: Each 4-byte word's mixed value (``k * m``, ``k ^ k >> 24``, ``k * m``: a function of the
+#: word alone), emptied when full. Keys of one kind share most of their words ("user",
+#: "-123"), so a key's words are mostly found here: a dict look-up each instead of three
+#: multiplications (~30 % of the hash of a short key that no cache has seen). At most
+#: ~1.5 MB.
+_MIXED: dict[int, int] = {}
+_MIXED_MAX = 1 << 14
+
+
 def murmur2(key: bytes) -> int:
     """MurmurHash2 (32-bit, seed ``0x9747b28c``) as Kafka computes it, as an unsigned int.
 
@@ -39,10 +48,15 @@ def murmur2(key: bytes) -> int:
     h = _SEED ^ length
     whole = length & ~3
     if whole:
-        for k in _words(whole >> 2).unpack_from(key):
-            k = (k * _M) & _MASK
-            k ^= k >> 24
-            k = (k * _M) & _MASK
+        mixed = _MIXED
+        for word in _words(whole >> 2).unpack_from(key):
+            k = mixed.get(word)
+            if k is None:
+                if len(mixed) >= _MIXED_MAX:
+                    mixed.clear()
+                k = (word * _M) & _MASK
+                k ^= k >> 24
+                k = mixed[word] = (k * _M) & _MASK
             h = ((h * _M) & _MASK) ^ k
     tail = length & 3
     if tail:
