@@ -34,6 +34,7 @@ BENCHMARKS = {
     "restore": "benchmarks.bench_restore",
     "restore_small": "benchmarks.bench_restore --shape small-partitions",
     "snapshots": "benchmarks.bench_snapshots",
+    "warmup": "benchmarks.bench_warmup",
     "spark_restore": "benchmarks.bench_spark_restore",
     "state_data": "benchmarks.bench_state_data",
     "stream_join": "benchmarks.bench_stream_join",
