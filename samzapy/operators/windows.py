@@ -400,7 +400,8 @@ class WindowedAggregation:
         if start >= bound:
             return []
         with self._store.range(start, bound) as it:
-            due: list[tuple[bytes, bytes]] = list(islice(it, limit))
+            # Its entries, not it: one frame (its ``__next__``) less per window; ``with`` closes it.
+            due: list[tuple[bytes, bytes]] = list(islice(it.entries, limit))
         # The smallest key after the last one returned (all are deleted), or the bound itself.
         self._scan_from[prefix] = due[-1][0] + b"\x00" if limit is not None and len(due) == limit else bound
         return due
