@@ -223,8 +223,11 @@ class RocksDBStore(RawStore):
                 batch.delete(key)
             else:
                 batch.put(key, value)
-        if not batch.len():
-            return
+        if batch.len():
+            self._write(batch)
+
+    def _write(self, batch: WriteBatch) -> None:
+        """Apply ``batch`` atomically; a RocksDB failure is this store's ``writing`` error."""
         try:
             self._db.write(batch)  # type: ignore[union-attr]
         except Exception as exc:
@@ -249,12 +252,7 @@ class RocksDBStore(RawStore):
             return
         batch = WriteBatch(raw_mode=True)
         batch.delete_range(from_key, to_key)
-        try:
-            self._db.write(batch)  # type: ignore[union-attr]
-        except Exception as exc:
-            if not is_rocksdb_error(exc):
-                raise
-            raise self._failure(exc, "writing") from exc
+        self._write(batch)
 
     def range(self, from_key: bytes, to_key: bytes) -> KeyValueIterator[bytes, bytes]:
         """Entries with ``from_key <= key < to_key``."""
