@@ -71,6 +71,9 @@ POLL_MS = 200
 HANDOVER_GRACE_S = 1.5
 #: How often the revocation listener looks whether the container has let the tasks go.
 ACK_POLL_S = 0.02
+#: At close, how long (at most, and never past the session timeout) a member whose final input
+#: offsets wait for a rebalance in flight to end keeps polling, so that they reach the group.
+FINAL_OFFSETS_WAIT_S = 10.0
 #: The member holds its tasks once the broker has not answered a heartbeat for this share of
 #: the session timeout (heartbeats go every fifth of it): past it, the broker may already have
 #: handed the tasks to another member.
@@ -222,7 +225,8 @@ class GroupMembership:
         group_state.keep_finished_joins(self._consumer)
         self._offsets_lock = threading.Lock()
         self._offsets_to_commit: dict[TopicPartition, int] | None = None
-        self._lease_s = job.session_timeout_ms * LEASE_SHARE / 1000
+        self._session_s = job.session_timeout_ms / 1000
+        self._lease_s = self._session_s * LEASE_SHARE
         self._lapsed_at: float | None = None  # monotonic, from a lapse until the group confirms
         self.revoke_wait_s = job.session_timeout_ms / 2000
         self.handover_grace_s = HANDOVER_GRACE_S
@@ -275,7 +279,7 @@ class GroupMembership:
         member's threads busy warming up copies), and the tasks wait for it unowned.
         """
         assignment = self.assignor.assignment
-        if assignment is None or not assignment.withheld or assignment is self._followed_up:
+        if self.closing or assignment is None or not assignment.withheld or assignment is self._followed_up:
             return
         if self._state.stable_generation() is None:
             return  # in a join already: it carries this member into the next round
@@ -295,7 +299,7 @@ class GroupMembership:
         interval. The leader then moves a task whose copy here has caught up (KIP-441).
         """
         assignment = self.assignor.assignment
-        warmups = () if assignment is None else assignment.warmups
+        warmups = () if assignment is None or self.closing else assignment.warmups
         if warmups and self._state.stable_generation() is None:
             return  # in a join already: it is the probe
         lags = {} if self._copy_lags is None or not warmups else self._copy_lags()
@@ -420,9 +424,10 @@ class GroupMembership:
         owns.
         """
         with self._offsets_lock:
-            offsets, self._offsets_to_commit = self._offsets_to_commit, None
-        if not offsets or self.generation is None:  # in a rebalance: the next commit carries them
-            return
+            offsets = self._offsets_to_commit
+            if not offsets or self.generation is None:
+                return  # in a rebalance they stay, unless a newer commit replaces them
+            self._offsets_to_commit = None
         owned = set(self._consumer.assignment())
         # kafka-python wants its own TopicPartition; samzapy's compares equal (the in).
         mine = {TopicPartition(*tp): OffsetAndMetadata(o, "", -1) for tp, o in offsets.items() if tp in owned}
@@ -433,6 +438,24 @@ class GroupMembership:
         except KafkaError as error:
             # A rebalance that began since the check; the next commit carries the offsets.
             log.debug("group %s: input offsets not committed to the group: %s", self.group_id, error)
+
+    def _await_final_offsets(self) -> None:
+        """Keep polling while the final commit's offsets wait for a rebalance in flight to end.
+
+        At the end of the input the members stop one after another, and each one's leaving
+        starts a rebalance in which the others' final offsets cannot be committed (the broker
+        takes them only from a stable generation); without this wait the group kept offsets one
+        commit old for lag monitors to read. Bounded by :data:`FINAL_OFFSETS_WAIT_S` and the
+        session timeout.
+        """
+        deadline = time.monotonic() + min(FINAL_OFFSETS_WAIT_S, self._session_s)
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            with self._offsets_lock:
+                if not self._offsets_to_commit:
+                    return
+            time.sleep(POLL_MS / 1000)
+        if self._offsets_to_commit:
+            log.info("group %s: the final input offsets wait for a rebalance: not committed", self.group_id)
 
     def acknowledge(self) -> None:
         """The container let the revoked tasks it was handed go: the rebalance may go on."""
@@ -454,6 +477,7 @@ class GroupMembership:
         either (``internal.leave.group.on.close``).
         """
         self.closing = True
+        self._await_final_offsets()
         self._stop.set()
         self._notes.acknowledged.set()
         self._thread.join(timeout=self.revoke_wait_s + 5)

@@ -22,7 +22,7 @@ from group_support import (
     produce_keyed,
     running_tasks,
 )
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, TopicPartition
 from support import changelog_counts, create_topic, kill9, start_job, wait_for
 
 from samzapy.checkpoint import read_checkpoints
@@ -260,3 +260,51 @@ def test_a_leader_that_stops_while_a_round_forms_does_not_strand_the_round(broke
     finally:
         leader.close()
         other.close()
+
+
+def test_a_member_that_stops_in_a_rebalance_still_commits_its_final_offsets(broker):
+    """At the end of the input the members stop one after another: the first to leave starts a
+    rebalance, and the next one's final offsets (what lag monitors read) reach the group only from
+    a stable generation. The member stopping in that rebalance keeps polling until it is stable
+    again and commits them (before, it dropped them and the group kept older offsets)."""
+    topic = "final-offsets-in"
+    create_topic(broker, topic, 4)
+    job = parse_job_config(
+        Config.from_dict(
+            {
+                "job.name": "final-offsets",
+                "task.class": "samzapy.task:StreamTask",
+                "task.inputs": f"kafka.{topic}",
+                "job.coordinator.factory": "group",
+                "job.coordinator.session.timeout.ms": "6000",
+                "systems.kafka.consumer.bootstrap.servers": broker,
+            }
+        )
+    )
+    first = GroupMembership(job, broker, [topic], lambda: LocalState())
+    second = GroupMembership(job, broker, [topic], lambda: LocalState())
+    try:
+        first.start()
+        second.start()
+
+        def one_generation() -> bool:
+            members = (first, second)
+            ready = all(m.generation is not None and m.assignor.assignment is not None for m in members)
+            return ready and first.generation == second.generation
+
+        wait_for(one_generation, 60, what="both members in one generation")
+        stays, leaves = (second, first) if first._state.leads() else (first, second)
+        leaves.close()  # a follower leaves: the group rebalances
+        wait_for(lambda: stays.generation is None, 30, what="the member left to see the rebalance")
+        final = {TopicPartition(topic, p): 100 + p for p in range(4)}
+        stays.commit_offsets(final)
+        stays.close()
+    finally:
+        first.close()
+        second.close()
+    admin = KafkaAdminClient(bootstrap_servers=broker)
+    try:
+        committed = admin.list_group_offsets(stays.group_id)[stays.group_id]
+    finally:
+        admin.close()
+    assert {tp.partition: o.offset for tp, o in committed.items()} == {p: 100 + p for p in range(4)}
