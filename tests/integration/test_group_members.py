@@ -26,7 +26,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from support import changelog_counts, create_topic, kill9, start_job, wait_for
 
 from samzapy.checkpoint import read_checkpoints
-from samzapy.config import Config, parse_job_config
+from samzapy.config import Config, JobConfig, parse_job_config
 from samzapy.coordinator.assignor import LocalState
 from samzapy.coordinator.group import GroupMembership, rebalance_timeout_ms
 from samzapy.kafka.broker import free_port
@@ -220,17 +220,13 @@ def test_a_member_waits_for_a_join_answer_a_few_sessions_not_ten_minutes(broker)
     assert rebalance_timeout_ms(45_000) == 135_000
 
 
-def test_a_leader_that_stops_while_a_round_forms_does_not_strand_the_round(broker):
-    """The leader stops right after another member's join opened a round. On the dev broker a
-    leader that leaves then stays the round's leader and the round never completes (the other
-    member waited in it for good, its tasks unowned); the leader does not leave, so the broker
-    drops it at its session timeout and the member left completes the round and runs every task."""
-    topic = "leader-stops-in"
+def _group_job(broker: str, name: str, topic: str) -> JobConfig:
+    """A group-mode job named ``name`` reading ``topic`` (created, 4 partitions), 6 s sessions."""
     create_topic(broker, topic, 4)
-    job = parse_job_config(
+    return parse_job_config(
         Config.from_dict(
             {
-                "job.name": "leader-stops",
+                "job.name": name,
                 "task.class": "samzapy.task:StreamTask",
                 "task.inputs": f"kafka.{topic}",
                 "job.coordinator.factory": "group",
@@ -239,6 +235,15 @@ def test_a_leader_that_stops_while_a_round_forms_does_not_strand_the_round(broke
             }
         )
     )
+
+
+def test_a_leader_that_stops_while_a_round_forms_does_not_strand_the_round(broker):
+    """The leader stops right after another member's join opened a round. On the dev broker a
+    leader that leaves then stays the round's leader and the round never completes (the other
+    member waited in it for good, its tasks unowned); the leader does not leave, so the broker
+    drops it at its session timeout and the member left completes the round and runs every task."""
+    topic = "leader-stops-in"
+    job = _group_job(broker, "leader-stops", topic)
     leader = GroupMembership(job, broker, [topic], lambda: LocalState())
     other = GroupMembership(job, broker, [topic], lambda: LocalState())
     try:
@@ -268,19 +273,7 @@ def test_a_member_that_stops_in_a_rebalance_still_commits_its_final_offsets(brok
     a stable generation. The member stopping in that rebalance keeps polling until it is stable
     again and commits them (before, it dropped them and the group kept older offsets)."""
     topic = "final-offsets-in"
-    create_topic(broker, topic, 4)
-    job = parse_job_config(
-        Config.from_dict(
-            {
-                "job.name": "final-offsets",
-                "task.class": "samzapy.task:StreamTask",
-                "task.inputs": f"kafka.{topic}",
-                "job.coordinator.factory": "group",
-                "job.coordinator.session.timeout.ms": "6000",
-                "systems.kafka.consumer.bootstrap.servers": broker,
-            }
-        )
-    )
+    job = _group_job(broker, "final-offsets", topic)
     first = GroupMembership(job, broker, [topic], lambda: LocalState())
     second = GroupMembership(job, broker, [topic], lambda: LocalState())
     try:
