@@ -26,7 +26,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from support import changelog_counts, create_topic, kill9, start_job, wait_for
 
 from samzapy.checkpoint import read_checkpoints
-from samzapy.config import Config, JobConfig, parse_job_config
+from samzapy.config import Config, parse_job_config
 from samzapy.coordinator.assignor import LocalState
 from samzapy.coordinator.group import GroupMembership, rebalance_timeout_ms
 from samzapy.kafka.broker import free_port
@@ -52,18 +52,14 @@ def test_two_members_share_the_tasks_and_count_exactly(tmp_path, broker):
     assert codes == [0, 0], logs[0].read_text()[-3000:] + logs[1].read_text()[-3000:]
     counts, _ = changelog_counts(broker, f"{name}-counts-changelog")
     assert counts == dict(expected)
-    admin = KafkaAdminClient(bootstrap_servers=broker)
-    try:  # what kafka-consumer-groups, Burrow and KEDA read: every message consumed, no lag
-        committed = admin.list_group_offsets(f"samzapy-{name}-1")[f"samzapy-{name}-1"]
-    finally:
-        admin.close()
+    committed = _group_offsets(broker, f"samzapy-{name}-1")  # every message consumed, no lag
     checkpointed = {
         ssp.partition: offset
         for c in read_checkpoints(broker, f"__samza_checkpoint_ver_1_for_{name}_1").values()
         for ssp, offset in c.input_offsets.items()
     }
     assert sum(checkpointed.values()) == 20_000
-    assert {tp.partition: o.offset for tp, o in committed.items()} == checkpointed
+    assert committed == checkpointed
 
 
 def test_members_crash_join_and_leave_under_load_and_counts_stay_exact(tmp_path, broker):
@@ -220,10 +216,28 @@ def test_a_member_waits_for_a_join_answer_a_few_sessions_not_ten_minutes(broker)
     assert rebalance_timeout_ms(45_000) == 135_000
 
 
-def _group_job(broker: str, name: str, topic: str) -> JobConfig:
-    """A group-mode job named ``name`` reading ``topic`` (created, 4 partitions), 6 s sessions."""
+def _group_offsets(broker: str, group: str) -> dict[int, int]:
+    """The input offsets committed to ``group``, by partition: what kafka-consumer-groups,
+    Burrow and KEDA read."""
+    admin = KafkaAdminClient(bootstrap_servers=broker)
+    try:
+        committed = admin.list_group_offsets(group)[group]
+    finally:
+        admin.close()
+    return {tp.partition: o.offset for tp, o in committed.items()}
+
+
+def _placed(member: GroupMembership) -> bool:
+    """Whether ``member`` is in a stable generation with an assignment."""
+    return member.generation is not None and member.assignor.assignment is not None
+
+
+def _two_members(broker: str, name: str) -> tuple[str, GroupMembership, GroupMembership]:
+    """The input topic (4 partitions) of a group-mode job ``name`` (6 s sessions) and two
+    memberships of its group, not started."""
+    topic = f"{name}-in"
     create_topic(broker, topic, 4)
-    return parse_job_config(
+    job = parse_job_config(
         Config.from_dict(
             {
                 "job.name": name,
@@ -235,6 +249,8 @@ def _group_job(broker: str, name: str, topic: str) -> JobConfig:
             }
         )
     )
+    first, second = (GroupMembership(job, broker, [topic], LocalState) for _ in range(2))
+    return topic, first, second
 
 
 def test_a_leader_that_stops_while_a_round_forms_does_not_strand_the_round(broker):
@@ -242,24 +258,15 @@ def test_a_leader_that_stops_while_a_round_forms_does_not_strand_the_round(broke
     leader that leaves then stays the round's leader and the round never completes (the other
     member waited in it for good, its tasks unowned); the leader does not leave, so the broker
     drops it at its session timeout and the member left completes the round and runs every task."""
-    topic = "leader-stops-in"
-    job = _group_job(broker, "leader-stops", topic)
-    leader = GroupMembership(job, broker, [topic], lambda: LocalState())
-    other = GroupMembership(job, broker, [topic], lambda: LocalState())
+    _, leader, other = _two_members(broker, "leader-stops")
     try:
         leader.start()
-        wait_for(
-            lambda: leader.generation is not None and leader.assignor.assignment is not None,
-            30,
-            what="a leader",
-        )
+        wait_for(lambda: _placed(leader), 30, what="a leader")
         other.start()
         wait_for(lambda: other.member_id is not None, 30, what="the other member's join")  # the round forms
         leader.close()
         wait_for(
-            lambda: other.generation is not None and other.assignor.assignment is not None,
-            60,
-            what="the other member to complete the round the leader stopped in",
+            lambda: _placed(other), 60, what="the other member to complete the round the leader stopped in"
         )
         assert sorted(other.assignor.assignment.actives) == [0, 1, 2, 3]
     finally:
@@ -272,20 +279,15 @@ def test_a_member_that_stops_in_a_rebalance_still_commits_its_final_offsets(brok
     rebalance, and the next one's final offsets (what lag monitors read) reach the group only from
     a stable generation. The member stopping in that rebalance keeps polling until it is stable
     again and commits them (before, it dropped them and the group kept older offsets)."""
-    topic = "final-offsets-in"
-    job = _group_job(broker, "final-offsets", topic)
-    first = GroupMembership(job, broker, [topic], lambda: LocalState())
-    second = GroupMembership(job, broker, [topic], lambda: LocalState())
+    topic, first, second = _two_members(broker, "final-offsets")
     try:
         first.start()
         second.start()
-
-        def one_generation() -> bool:
-            members = (first, second)
-            ready = all(m.generation is not None and m.assignor.assignment is not None for m in members)
-            return ready and first.generation == second.generation
-
-        wait_for(one_generation, 60, what="both members in one generation")
+        wait_for(
+            lambda: _placed(first) and _placed(second) and first.generation == second.generation,
+            60,
+            what="both members in one generation",
+        )
         stays, leaves = (second, first) if first._state.leads() else (first, second)
         leaves.close()  # a follower leaves: the group rebalances
         wait_for(lambda: stays.generation is None, 30, what="the member left to see the rebalance")
@@ -295,9 +297,4 @@ def test_a_member_that_stops_in_a_rebalance_still_commits_its_final_offsets(brok
     finally:
         first.close()
         second.close()
-    admin = KafkaAdminClient(bootstrap_servers=broker)
-    try:
-        committed = admin.list_group_offsets(stays.group_id)[stays.group_id]
-    finally:
-        admin.close()
-    assert {tp.partition: o.offset for tp, o in committed.items()} == {p: 100 + p for p in range(4)}
+    assert _group_offsets(broker, stays.group_id) == {p: 100 + p for p in range(4)}
