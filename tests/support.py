@@ -1,4 +1,4 @@
-"""Helpers for integration tests: job configs, job subprocesses, producing and consuming."""
+"""Helpers for tests: job and store configs, job subprocesses, producing and consuming."""
 
 from __future__ import annotations
 
@@ -16,9 +16,15 @@ from typing import Any
 from kafka import TopicPartition
 from rocksdict import AccessType, Options, Rdict
 
+from samzapy.config import Config
+from samzapy.config.job import parse_job_config
+from samzapy.config.model import StoreConfig
 from samzapy.kafka.admin import TopicAdmin
 from samzapy.kafka.producer import Producer
 from samzapy.kafka.reading import read_partition, reader_consumer
+from samzapy.metrics import MetricsGroup
+from samzapy.stores.engine import StorageEngine
+from samzapy.stores.factory import build_store
 
 TESTS_DIR = Path(__file__).parent
 JOB_TIMEOUT_S = 180
@@ -239,3 +245,33 @@ def wait_for(predicate: Any, timeout: float = 60, every: float = 0.2, what: str 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(every)
+
+
+def one_store_config(factory: str = "rocksdb", **settings: str) -> StoreConfig:
+    """Store ``s`` of a minimal job, changelog ``kafka.s-log``: ``settings`` are its other
+    ``stores.s.*`` keys, dots written as underscores (``object_cache_size="8"``)."""
+    properties = {
+        "job.name": "j",
+        "task.class": "m:T",
+        "task.inputs": "kafka.in",
+        "stores.s.factory": factory,
+        "stores.s.changelog": "kafka.s-log",
+    }
+    properties.update({f"stores.s.{key.replace('_', '.')}": value for key, value in settings.items()})
+    return parse_job_config(Config.from_dict(properties)).stores["s"]
+
+
+def build_one_store(
+    config: StoreConfig, base_dir: Path, changelog: Any, serde: Any = None
+) -> StorageEngine[Any, Any]:
+    """``config``'s store as a job builds it (partition 0 under ``base_dir``), logging to
+    ``changelog``; ``serde`` for keys and values (``None``: a bytes store)."""
+    return build_store(
+        config,
+        partition=0,
+        base_dir=base_dir,
+        key_serde=serde,
+        msg_serde=serde,
+        changelog=changelog,
+        metrics=MetricsGroup("s"),
+    )

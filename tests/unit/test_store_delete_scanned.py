@@ -15,39 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import build_one_store, one_store_config
 
-from samzapy.config import Config
-from samzapy.config.job import parse_job_config
-from samzapy.metrics import MetricsGroup
 from samzapy.serdes import StringSerde
 from samzapy.stores.engine import StorageEngine
-from samzapy.stores.factory import build_store
 from samzapy.testing import InMemoryChangelog
 
 
 def _store(
     tmp_path: Path, name: str, log: InMemoryChangelog, engine: str, serde: bool
 ) -> StorageEngine[Any, Any]:
-    config = Config.from_dict(
-        {
-            "job.name": "j",
-            "task.class": "m:T",
-            "task.inputs": "kafka.in",
-            "stores.s.factory": engine,
-            "stores.s.changelog": "kafka.s-log",
-            "stores.s.object.cache.size": "8",
-            "stores.s.write.batch.size": "3",
-        }
-    )
-    return build_store(
-        parse_job_config(config).stores["s"],
-        partition=0,
-        base_dir=tmp_path / name,
-        key_serde=StringSerde() if serde else None,
-        msg_serde=StringSerde() if serde else None,
-        changelog=log,
-        metrics=MetricsGroup("s"),
-    )
+    config = one_store_config(engine, object_cache_size="8", write_batch_size="3")
+    return build_one_store(config, tmp_path / name, log, StringSerde() if serde else None)
 
 
 def _key(i: int, serde: bool) -> Any:

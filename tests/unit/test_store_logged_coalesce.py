@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from samzapy.config import Config
-from samzapy.config.job import parse_job_config
-from samzapy.metrics import MetricsGroup
-from samzapy.stores.factory import build_store
+from support import build_one_store, one_store_config
+
 from samzapy.stores.logged import LoggedStore
 from samzapy.stores.memory import InMemoryStore
 from samzapy.testing import InMemoryChangelog
@@ -61,28 +59,10 @@ def test_without_coalescing_every_change_is_sent_at_once() -> None:
 
 
 def test_the_store_setting_turns_coalescing_on(tmp_path: Path) -> None:
-    config = Config.from_dict(
-        {
-            "job.name": "j",
-            "task.class": "m:T",
-            "task.inputs": "kafka.in",
-            "stores.s.factory": "inmemory",
-            "stores.s.changelog": "kafka.s-log",
-            "stores.s.changelog.coalesce": "true",
-        }
-    )
-    store_config = parse_job_config(config).stores["s"]
+    store_config = one_store_config("inmemory", changelog_coalesce="true")
     assert store_config.changelog_coalesce is True
     log = InMemoryChangelog()
-    store = build_store(
-        store_config,
-        partition=0,
-        base_dir=tmp_path,
-        key_serde=None,
-        msg_serde=None,
-        changelog=log,
-        metrics=MetricsGroup("s"),
-    )
+    store = build_one_store(store_config, tmp_path, log)
     store.put(b"k", b"1")
     store.put(b"k", b"2")
     store.flush()

@@ -11,11 +11,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from samzapy.config import Config
-from samzapy.config.job import parse_job_config
-from samzapy.metrics import MetricsGroup
+from support import build_one_store, one_store_config
+
 from samzapy.stores.engine import StorageEngine
-from samzapy.stores.factory import build_store
 from samzapy.stores.logged import MAX_ABSENT, LoggedStore
 from samzapy.stores.memory import InMemoryStore
 from samzapy.testing import InMemoryChangelog
@@ -143,25 +141,8 @@ def test_random_changes_restore_to_the_same_state_as_without_coalescing() -> Non
 
 
 def _window_store(tmp_path: Path, name: str, log: InMemoryChangelog) -> StorageEngine[Any, Any]:
-    config = Config.from_dict(
-        {
-            "job.name": "j",
-            "task.class": "m:T",
-            "task.inputs": "kafka.in",
-            "stores.s.factory": "rocksdb",
-            "stores.s.changelog": "kafka.s-log",
-            "stores.s.object.cache.size": "4",
-            "stores.s.write.batch.size": "2",
-        }
-    )
-    return build_store(
-        parse_job_config(config).stores["s"],
-        partition=0,
-        base_dir=tmp_path / name,
-        key_serde=None,
-        msg_serde=None,
-        changelog=log,
-        metrics=MetricsGroup("s"),
+    return build_one_store(
+        one_store_config(object_cache_size="4", write_batch_size="2"), tmp_path / name, log
     )
 
 
