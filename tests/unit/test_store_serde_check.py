@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,16 +66,21 @@ def test_put_all_writes_nothing_when_one_entry_misfits(tmp_path):
     assert store.get("ann") is None and log.records == []
 
 
-def test_a_store_without_a_serde_takes_only_bytes_at_put(tmp_path):
-    store = build_store(
-        StoreConfig(name="raw", engine="inmemory"),
+def _bytes_store(config: StoreConfig, base_dir: Path) -> Any:
+    """``config``'s store without serdes or changelog, as a job builds it (partition 0)."""
+    return build_store(
+        config,
         partition=0,
-        base_dir=tmp_path,
+        base_dir=base_dir,
         key_serde=None,
         msg_serde=None,
         changelog=None,
         metrics=MetricsGroup("store.raw.Partition 0"),
     )
+
+
+def test_a_store_without_a_serde_takes_only_bytes_at_put(tmp_path):
+    store = _bytes_store(StoreConfig(name="raw", engine="inmemory"), tmp_path)
     with pytest.raises(StoreSerdeError) as info:
         store.put(b"k", 5)
     assert str(info.value) == (
@@ -144,15 +150,7 @@ def test_a_bytes_store_checks_every_entry_of_a_batch_and_takes_any_bytes_like(tm
     # A bytes store skips the per-entry check call for bytes keys and values; anything else
     # still gets the full check, in put() and in put_all(), with or without the object cache;
     # bytearray and memoryview reach RocksDB as bytes (its raw mode refused them at the flush).
-    store = build_store(
-        StoreConfig(name="raw", engine="rocksdb", object_cache_size=cache),
-        partition=0,
-        base_dir=tmp_path,
-        key_serde=None,
-        msg_serde=None,
-        changelog=None,
-        metrics=MetricsGroup("store.raw.Partition 0"),
-    )
+    store = _bytes_store(StoreConfig(name="raw", engine="rocksdb", object_cache_size=cache), tmp_path)
     with pytest.raises(StoreSerdeError, match=r"cannot take the key 'b' \(str\): the store has no serde"):
         store.put_all([(b"a", b"1"), ("b", b"2")])
     with pytest.raises(StoreSerdeError, match=r"cannot take the value 2 \(int\) of key b'b'"):
