@@ -149,8 +149,11 @@ class MetricsGroup:
         Histograms are read with :meth:`histograms`: the ``-ns`` counters carry their totals in
         snapshots.
         """
-        values: dict[str, Any] = {n: c.value for n, c in self._counters.items()}
-        values.update({n: g.read() for n, g in self._gauges.items()})
+        # Copies first (list() of a dict's items is one step under the GIL): another thread may
+        # add a metric to the group meanwhile (a task restoring in the background while the
+        # container writes its metrics), and iterating the dict itself then fails.
+        values: dict[str, Any] = {n: c.value for n, c in list(self._counters.items())}
+        values.update({n: g.read() for n, g in list(self._gauges.items())})
         return values
 
 
